@@ -1,0 +1,99 @@
+// Options: every setting of a spool runtime, with its default.
+//
+// Options is a plain struct. Fill it in code, or load it from a TOML file with
+// LoadOptions (spool/config.h); config/spool.toml documents every key.
+
+#ifndef SPOOL_INCLUDE_OPTIONS_H_
+#define SPOOL_INCLUDE_OPTIONS_H_
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include <spool/future.h>
+#include <spool/task.h>
+
+namespace spool {
+
+// When a write counts as stored.
+enum class Durability : uint8_t {
+  // The write-ahead log is fsynced before the caller is told. Survives a
+  // process crash and a power failure.
+  kSync = 0,
+  // The write-ahead log is written but not fsynced. Survives a process crash;
+  // the last writes may be lost on power failure.
+  kRelaxed = 1,
+  // Nothing touches the disk: the storage engine runs on an in-memory file
+  // system, through the same code path. For tests and ephemeral queues.
+  kMemory = 2,
+};
+
+// "sync", "relaxed" or "memory".
+const char* DurabilityName(Durability durability);
+
+enum class LogLevel : uint8_t { kTrace, kDebug, kInfo, kWarn, kError, kOff };
+
+// "trace", "debug", "info", "warn", "error" or "off".
+const char* LogLevelName(LogLevel level);
+
+struct Options {
+  // ---- Storage ----
+
+  // The storage directory. Created when missing. Only one runtime, in one
+  // process, may hold it at a time. Required, even for kMemory, where it
+  // names the in-memory directory.
+  std::string path;
+
+  // When a write counts as stored. Default: kSync.
+  Durability durability = Durability::kSync;
+
+  // The largest payload Enqueue accepts, in bytes. Default: 1 MiB.
+  size_t max_payload_bytes = 1 << 20;
+
+  // The longest task type name, in bytes. Default: 128.
+  size_t max_type_bytes = 128;
+
+  // ---- Actors and threads ----
+
+  // Reader actors answering queries, each on its own thread. Default: 2.
+  int readers = 2;
+
+  // Worker actors running handlers, each on its own thread. This is the
+  // global concurrency limit: at most this many handlers run at once.
+  // Default: 4.
+  int workers = 4;
+
+  // Threads of the actor scheduler that runs the non-blocking actors
+  // (scheduler, reader pool). Default: 2, for a 2-core machine.
+  int scheduler_threads = 2;
+
+  // The most commands the writer folds into one write batch and one sync.
+  // Default: 1024.
+  size_t writer_max_batch = 1024;
+
+  // ---- Shutdown ----
+
+  // How long Close waits for running handlers before it gives up on them.
+  // Their tasks stay `running` and are recovered at the next open.
+  // Default: 30 s.
+  std::chrono::milliseconds close_timeout = std::chrono::seconds(30);
+
+  // ---- Callbacks and logging ----
+
+  // Runs Future::Then callbacks. Default: null, meaning one spool thread
+  // that runs nothing else.
+  std::shared_ptr<Executor> callback_executor;
+
+  // Log level of spool's spdlog logger "spool". At kDebug every batch commit
+  // is logged with its size and time. Default: kWarn.
+  LogLevel log_level = LogLevel::kWarn;
+
+  // OK, or InvalidArgument naming the first field out of range.
+  Status Validate() const;
+};
+
+}  // namespace spool
+
+#endif  // SPOOL_INCLUDE_OPTIONS_H_

@@ -1,0 +1,176 @@
+// Tasks: what an application hands spool, and what spool reports back.
+
+#ifndef SPOOL_INCLUDE_TASK_H_
+#define SPOOL_INCLUDE_TASK_H_
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <spool/future.h>
+
+namespace spool {
+
+// Identifies a task for its whole life. Ids are unique within one storage
+// directory, never reused, and increase in the order Enqueue was called.
+using TaskId = uint64_t;
+
+// Wall-clock time, to the microsecond, as spool stores it.
+using Timestamp = std::chrono::time_point<std::chrono::system_clock,
+                                          std::chrono::microseconds>;
+using Duration = std::chrono::microseconds;
+
+// The life of a task. Values are stored on disk: never renumber them.
+enum class TaskStatus : uint8_t {
+  // Stored and waiting for its turn, possibly for its run_at time.
+  kPending = 0,
+  // A handler is running it (or a crash interrupted that run).
+  kRunning = 1,
+  // An attempt failed and another is due at next_attempt_at.
+  kRetryScheduled = 2,
+  // A handler finished it. Terminal.
+  kSucceeded = 3,
+  // It ran out of attempts, or failed in a way that is never retried.
+  // Terminal.
+  kFailed = 4,
+  // Cancelled before it succeeded. Terminal.
+  kCancelled = 5,
+  // Waiting for tasks it depends on.
+  kWaiting = 6,
+  // Parked by Hold until Release.
+  kHeld = 7,
+};
+
+// The number of TaskStatus values.
+inline constexpr size_t kTaskStatusCount = 8;
+
+// "pending", "running", ... The inverse of ParseTaskStatus.
+const char* TaskStatusName(TaskStatus status);
+// Parses a name produced by TaskStatusName.
+std::optional<TaskStatus> ParseTaskStatus(std::string_view name);
+// Succeeded, failed or cancelled: nothing will run it again on its own.
+bool IsTerminal(TaskStatus status);
+
+// When a failed attempt is tried again.
+//
+// The delay before attempt n+1 (n >= 1 attempts made so far) is
+//   kNone:        no retry at all (max_attempts is treated as 1);
+//   kFixed:       initial_delay;
+//   kExponential: min(initial_delay * 2^(n-1), max_delay), then scaled by a
+//                 random factor in [1 - jitter, 1 + jitter) and capped again.
+struct RetryPolicy {
+  enum class Kind : uint8_t { kNone = 0, kFixed = 1, kExponential = 2 };
+
+  Kind kind = Kind::kExponential;
+
+  // Attempts in all, the first one included. Must be >= 1.
+  // Default: 3.
+  uint32_t max_attempts = 3;
+
+  // The first retry's delay. Must be >= 0 and <= max_delay.
+  // Default: 1 second.
+  Duration initial_delay = std::chrono::seconds(1);
+
+  // The cap on any delay. Must be <= 365 days.
+  // Default: 1 hour.
+  Duration max_delay = std::chrono::hours(1);
+
+  // Random spread of exponential delays, as a fraction in [0, 1]. Zero keeps
+  // delays exact. Default: 0.
+  double jitter = 0.0;
+
+  static RetryPolicy None() {
+    return {Kind::kNone, 1, Duration(0), Duration(0)};
+  }
+  static RetryPolicy Fixed(uint32_t max_attempts, Duration delay) {
+    return {Kind::kFixed, max_attempts, delay, delay};
+  }
+  static RetryPolicy Exponential(uint32_t max_attempts, Duration initial_delay,
+                                 Duration max_delay, double jitter = 0.0) {
+    return {Kind::kExponential, max_attempts, initial_delay, max_delay, jitter};
+  }
+
+  // OK, or InvalidArgument naming the field that is out of range.
+  Status Validate() const;
+
+  // The delay before the next attempt after `attempts_made` attempts.
+  // `unit_random` is a value in [0, 1) used for jitter.
+  Duration DelayAfter(uint32_t attempts_made, double unit_random) const;
+};
+
+// Per-call options for Enqueue, in the manner of RocksDB's WriteOptions.
+struct EnqueueOptions {
+  // Higher runs first among tasks that are ready; ties run in enqueue order.
+  // Never preempts a running task. Default: 0.
+  int32_t priority = 0;
+
+  // Overrides the retry policy registered with the task type's handler.
+  // Default: the handler's policy.
+  std::optional<RetryPolicy> retry;
+
+  // Earliest time the task may start. Default: now.
+  std::optional<Timestamp> run_at;
+
+  // Earliest start as a delay from now; ignored when run_at is set.
+  // Default: 0.
+  Duration delay = Duration(0);
+};
+
+// One task to enqueue: a registered type name, an opaque payload and options.
+struct TaskSpec {
+  std::string type;
+  std::string payload;
+  EnqueueOptions options;
+};
+
+// A snapshot of one stored task, as a query returns it.
+struct TaskInfo {
+  TaskId id = 0;
+  std::string type;
+  std::string payload;
+  TaskStatus status = TaskStatus::kPending;
+  int32_t priority = 0;
+  // Attempts started so far, including one a crash interrupted.
+  uint32_t attempts = 0;
+  uint32_t max_attempts = 1;
+  Timestamp created_at;
+  Timestamp updated_at;
+  // When the task may next start; empty when it may start now or is done.
+  std::optional<Timestamp> next_attempt_at;
+  // The enqueue order: ties between equal priorities go to the lower value.
+  uint64_t sequence = 0;
+  // The error of the most recent failed attempt; empty if none.
+  std::string last_error;
+};
+
+// Task counts by status, from one consistent snapshot.
+struct StatusCounts {
+  std::array<uint64_t, kTaskStatusCount> by_status{};
+
+  uint64_t of(TaskStatus status) const {
+    return by_status[static_cast<size_t>(status)];
+  }
+  uint64_t total() const {
+    uint64_t sum = 0;
+    for (uint64_t count : by_status) sum += count;
+    return sum;
+  }
+};
+
+// What Enqueue returns at once.
+struct Ticket {
+  // The id assigned to the task. Valid immediately, before the task is
+  // stored; use it to correlate, not to query, until `stored` resolves.
+  TaskId id = 0;
+  // Resolves with the task's id once the task is durable (on disk in sync
+  // mode), or with the error that kept it from being stored.
+  Future<TaskId> stored;
+};
+
+}  // namespace spool
+
+#endif  // SPOOL_INCLUDE_TASK_H_

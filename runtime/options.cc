@@ -1,0 +1,73 @@
+#include <spool/options.h>
+
+namespace spool {
+
+const char* DurabilityName(Durability durability) {
+  switch (durability) {
+    case Durability::kSync:
+      return "sync";
+    case Durability::kRelaxed:
+      return "relaxed";
+    case Durability::kMemory:
+      return "memory";
+  }
+  return "invalid";
+}
+
+const char* LogLevelName(LogLevel level) {
+  switch (level) {
+    case LogLevel::kTrace:
+      return "trace";
+    case LogLevel::kDebug:
+      return "debug";
+    case LogLevel::kInfo:
+      return "info";
+    case LogLevel::kWarn:
+      return "warn";
+    case LogLevel::kError:
+      return "error";
+    case LogLevel::kOff:
+      return "off";
+  }
+  return "invalid";
+}
+
+Status Options::Validate() const {
+  auto bad = [](const std::string& what) {
+    return Status::InvalidArgument(what);
+  };
+  if (path.empty()) return bad("storage.path must not be empty");
+  if (static_cast<int>(durability) > static_cast<int>(Durability::kMemory)) {
+    return bad("storage.durability is out of range");
+  }
+  if (max_payload_bytes == 0)
+    return bad("storage.max_payload_bytes must be > 0");
+  if (max_payload_bytes > (size_t{1} << 30)) {
+    return bad("storage.max_payload_bytes must be <= 1 GiB");
+  }
+  if (max_type_bytes == 0 || max_type_bytes > 4096) {
+    return bad("storage.max_type_bytes must be in [1, 4096]");
+  }
+  if (readers < 1 || readers > 256) {
+    return bad("runtime.readers must be in [1, 256], got " +
+               std::to_string(readers));
+  }
+  if (workers < 1 || workers > 4096) {
+    return bad("runtime.workers must be in [1, 4096], got " +
+               std::to_string(workers));
+  }
+  if (scheduler_threads < 1 || scheduler_threads > 256) {
+    return bad("runtime.scheduler_threads must be in [1, 256], got " +
+               std::to_string(scheduler_threads));
+  }
+  if (writer_max_batch < 1 || writer_max_batch > 1'000'000) {
+    return bad("writer.max_batch must be in [1, 1000000], got " +
+               std::to_string(writer_max_batch));
+  }
+  if (close_timeout.count() < 0) {
+    return bad("runtime.close_timeout_ms must be >= 0");
+  }
+  return Status::OK();
+}
+
+}  // namespace spool

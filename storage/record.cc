@@ -1,0 +1,186 @@
+#include "storage/record.h"
+
+#include <algorithm>
+
+#include <flatbuffers/flatbuffers.h>
+
+#include "storage/task_record_generated.h"
+
+namespace spool::storage {
+namespace {
+
+std::string_view AsView(const flatbuffers::String* s) {
+  return s == nullptr ? std::string_view() : s->string_view();
+}
+
+std::string CutError(std::string_view error) {
+  if (error.size() <= kMaxErrorBytes) return std::string(error);
+  return std::string(error.substr(0, kMaxErrorBytes)) + "...";
+}
+
+int64_t Micros(Duration d) { return d.count(); }
+
+}  // namespace
+
+void EncodeRecord(const TaskRecord& record,
+                  flatbuffers::FlatBufferBuilder* builder) {
+  builder->Clear();
+  auto type = builder->CreateString(record.type);
+  auto payload = builder->CreateVector(
+      reinterpret_cast<const uint8_t*>(record.payload.data()),
+      record.payload.size());
+  flatbuffers::Offset<flatbuffers::String> last_error;
+  if (!record.last_error.empty()) {
+    last_error = builder->CreateString(record.last_error);
+  }
+  auto retry = fb::CreateRetryPolicy(
+      *builder, static_cast<fb::RetryKind>(record.retry.kind),
+      Micros(record.retry.initial_delay), Micros(record.retry.max_delay),
+      record.retry.jitter);
+  flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<fb::Failure>>>
+      failures;
+  if (!record.failures.empty()) {
+    std::vector<flatbuffers::Offset<fb::Failure>> entries;
+    entries.reserve(record.failures.size());
+    for (const FailureEntry& f : record.failures) {
+      entries.push_back(fb::CreateFailure(*builder, f.attempt, f.at_us,
+                                          builder->CreateString(f.error)));
+    }
+    failures = builder->CreateVector(entries);
+  }
+  fb::TaskRecordBuilder table(*builder);
+  table.add_id(record.id);
+  table.add_type(type);
+  table.add_payload(payload);
+  table.add_status(static_cast<fb::Status>(record.status));
+  table.add_priority(record.priority);
+  table.add_attempts(record.attempts);
+  table.add_max_attempts(record.max_attempts);
+  table.add_created_us(record.created_us);
+  table.add_updated_us(record.updated_us);
+  table.add_next_attempt_us(record.next_attempt_us);
+  table.add_sequence(record.sequence);
+  if (!last_error.IsNull()) table.add_last_error(last_error);
+  table.add_retry(retry);
+  if (!failures.IsNull()) table.add_failures(failures);
+  fb::FinishTaskRecordBuffer(*builder, table.Finish());
+}
+
+std::string EncodeRecord(const TaskRecord& record) {
+  flatbuffers::FlatBufferBuilder builder(256 + record.payload.size());
+  EncodeRecord(record, &builder);
+  return std::string(reinterpret_cast<const char*>(builder.GetBufferPointer()),
+                     builder.GetSize());
+}
+
+Status VerifyRecord(TaskId id, std::string_view bytes,
+                    const fb::TaskRecord** table) {
+  auto corrupt = [id](std::string_view what) {
+    return Status::Corruption("task " + std::to_string(id) + ": " +
+                              std::string(what));
+  };
+  const auto* data = reinterpret_cast<const uint8_t*>(bytes.data());
+  if (bytes.size() < 8 || !fb::TaskRecordBufferHasIdentifier(data)) {
+    return corrupt("record is not a spool task record (bad identifier)");
+  }
+  flatbuffers::Verifier verifier(data, bytes.size());
+  if (!fb::VerifyTaskRecordBuffer(verifier)) {
+    return corrupt("record failed FlatBuffers verification");
+  }
+  const fb::TaskRecord* record = fb::GetTaskRecord(data);
+  if (record->id() != id) {
+    return corrupt("record holds id " + std::to_string(record->id()));
+  }
+  if (static_cast<uint8_t>(record->status()) >= kTaskStatusCount) {
+    return corrupt("status value " +
+                   std::to_string(static_cast<int>(record->status())) +
+                   " is out of range");
+  }
+  if (record->type() == nullptr || record->type()->size() == 0) {
+    return corrupt("record has no task type");
+  }
+  if (record->retry() != nullptr &&
+      static_cast<uint8_t>(record->retry()->kind()) >
+          static_cast<uint8_t>(fb::RetryKind::Exponential)) {
+    return corrupt("retry kind is out of range");
+  }
+  *table = record;
+  return Status::OK();
+}
+
+Status DecodeRecord(TaskId id, std::string_view bytes, TaskRecord* record) {
+  const fb::TaskRecord* table = nullptr;
+  Status s = VerifyRecord(id, bytes, &table);
+  if (!s.ok()) return s;
+  record->id = table->id();
+  record->type = std::string(AsView(table->type()));
+  if (table->payload() != nullptr) {
+    record->payload.assign(
+        reinterpret_cast<const char*>(table->payload()->data()),
+        table->payload()->size());
+  } else {
+    record->payload.clear();
+  }
+  record->status = static_cast<TaskStatus>(table->status());
+  record->priority = table->priority();
+  record->attempts = table->attempts();
+  record->max_attempts = table->max_attempts();
+  record->created_us = table->created_us();
+  record->updated_us = table->updated_us();
+  record->next_attempt_us = table->next_attempt_us();
+  record->sequence = table->sequence();
+  record->last_error = std::string(AsView(table->last_error()));
+  if (const fb::RetryPolicy* retry = table->retry()) {
+    record->retry.kind = static_cast<RetryPolicy::Kind>(retry->kind());
+    record->retry.initial_delay = Duration(retry->initial_delay_us());
+    record->retry.max_delay = Duration(retry->max_delay_us());
+    record->retry.jitter = retry->jitter();
+  } else {
+    record->retry = RetryPolicy::None();
+  }
+  record->retry.max_attempts = record->max_attempts;
+  record->failures.clear();
+  if (const auto* failures = table->failures()) {
+    record->failures.reserve(failures->size());
+    for (const fb::Failure* f : *failures) {
+      record->failures.push_back(FailureEntry{f->attempt(), f->at_us(),
+                                              std::string(AsView(f->error()))});
+    }
+  }
+  return Status::OK();
+}
+
+void FillTaskInfo(const fb::TaskRecord& table, TaskInfo* info) {
+  info->id = table.id();
+  info->type = std::string(AsView(table.type()));
+  if (table.payload() != nullptr) {
+    info->payload.assign(reinterpret_cast<const char*>(table.payload()->data()),
+                         table.payload()->size());
+  } else {
+    info->payload.clear();
+  }
+  info->status = static_cast<TaskStatus>(table.status());
+  info->priority = table.priority();
+  info->attempts = table.attempts();
+  info->max_attempts = table.max_attempts();
+  info->created_at = Timestamp(Duration(table.created_us()));
+  info->updated_at = Timestamp(Duration(table.updated_us()));
+  if (table.next_attempt_us() != 0) {
+    info->next_attempt_at = Timestamp(Duration(table.next_attempt_us()));
+  } else {
+    info->next_attempt_at.reset();
+  }
+  info->sequence = table.sequence();
+  info->last_error = std::string(AsView(table.last_error()));
+}
+
+void RecordFailure(TaskRecord* record, uint32_t attempt, int64_t at_us,
+                   std::string_view error) {
+  record->last_error = CutError(error);
+  if (record->failures.size() >= kMaxFailureHistory) {
+    record->failures.erase(record->failures.begin());
+  }
+  record->failures.push_back(FailureEntry{attempt, at_us, record->last_error});
+}
+
+}  // namespace spool::storage

@@ -1,0 +1,520 @@
+#include "storage/task_store.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cstring>
+
+#include <flatbuffers/flatbuffers.h>
+#include <rocksdb/db.h>
+#include <rocksdb/env.h>
+#include <rocksdb/filter_policy.h>
+#include <rocksdb/options.h>
+#include <rocksdb/slice.h>
+#include <rocksdb/table.h>
+#include <rocksdb/utilities/table_properties_collectors.h>
+#include <rocksdb/write_batch.h>
+
+#include "storage/task_record_generated.h"
+
+namespace spool::storage {
+namespace {
+
+constexpr const char* kFamilyNames[] = {"tasks",   "ready", "scheduled",
+                                        "running", "meta",  "corrupt"};
+static_assert(sizeof(kFamilyNames) / sizeof(kFamilyNames[0]) ==
+              static_cast<size_t>(ColumnFamily::kCount));
+
+constexpr const char* kMetaSchemaVersion = "schema_version";
+constexpr const char* kMetaReservedIds = "reserved_ids";
+constexpr const char* kMetaNextSequence = "next_sequence";
+constexpr const char* kMetaCountsDirty = "counts_dirty";
+
+std::string CountKey(size_t status) {
+  return "count/" +
+         std::string(TaskStatusName(static_cast<TaskStatus>(status)));
+}
+
+std::string BigEndian64(uint64_t value) {
+  std::string out;
+  PutBigEndian64(&out, value);
+  return out;
+}
+
+Status FromRocks(const rocksdb::Status& s, std::string_view context) {
+  if (s.ok()) return Status::OK();
+  std::string msg = std::string(context) + ": " + s.ToString();
+  if (s.IsNotFound()) return Status::NotFound(msg);
+  if (s.IsCorruption()) return Status::Corruption(msg);
+  if (s.IsInvalidArgument()) return Status::InvalidArgument(msg);
+  if (s.IsNotSupported()) return Status::NotSupported(msg);
+  if (s.IsBusy() || s.IsTryAgain()) return Status::Busy(msg);
+  return Status::IOError(msg);
+}
+
+// Index families are written only through IndexEntriesOf diffs: a key is put
+// once while absent and deleted once while present. That is the contract of
+// SingleDelete, whose tombstone vanishes when it meets its put, even in a
+// flush, so a consumed queue leaves no tombstones for scans to skip.
+bool IsIndexFamily(ColumnFamily family) {
+  return family == ColumnFamily::kReady || family == ColumnFamily::kScheduled ||
+         family == ColumnFamily::kRunning;
+}
+
+rocksdb::ColumnFamilyOptions FamilyOptions(
+    ColumnFamily family, const std::shared_ptr<rocksdb::Cache>& cache) {
+  rocksdb::ColumnFamilyOptions cf;
+  rocksdb::BlockBasedTableOptions table;
+  table.block_cache = cache;
+  // Records are fetched by id: a bloom filter saves a disk read on misses.
+  table.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10, false));
+  table.cache_index_and_filter_blocks = true;
+  cf.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
+  // Tasks are written and consumed quickly; small memtables keep the log to
+  // replay after a crash short, and most index entries die in memory.
+  cf.write_buffer_size = 16 << 20;
+  if (IsIndexFamily(family)) {
+    cf.compression = rocksdb::kNoCompression;
+    // Compact files that are mostly deletions, so scans at open stay cheap.
+    cf.table_properties_collector_factories.emplace_back(
+        rocksdb::NewCompactOnDeletionCollectorFactory(128, 64, 0.5));
+  } else if (family == ColumnFamily::kTasks) {
+    cf.compression = rocksdb::kLZ4Compression;
+  }
+  return cf;
+}
+
+}  // namespace
+
+std::vector<IndexEntry> IndexEntriesOf(const TaskRecord& record) {
+  std::vector<IndexEntry> entries;
+  switch (record.status) {
+    case TaskStatus::kPending:
+    case TaskStatus::kRetryScheduled:
+      if (record.next_attempt_us == 0) {
+        entries.push_back({ColumnFamily::kReady,
+                           EncodeReadyKey({record.priority, record.sequence}),
+                           TaskKey(record.id)});
+      } else {
+        entries.push_back(
+            {ColumnFamily::kScheduled,
+             EncodeScheduledKey({record.next_attempt_us, record.sequence}),
+             EncodeScheduledValue(record.id, record.priority)});
+      }
+      break;
+    case TaskStatus::kRunning:
+      entries.push_back({ColumnFamily::kRunning, TaskKey(record.id), ""});
+      break;
+    default:
+      break;
+  }
+  return entries;
+}
+
+TaskStore::TaskStore(const StoreOptions& options) : options_(options) {}
+
+TaskStore::~TaskStore() {
+  if (db_) {
+    for (auto* handle : handles_) {
+      if (handle != nullptr) db_->DestroyColumnFamilyHandle(handle);
+    }
+    if (default_handle_ != nullptr) {
+      db_->DestroyColumnFamilyHandle(default_handle_);
+    }
+    db_->Close().PermitUncheckedError();
+    db_.reset();
+  }
+}
+
+Status TaskStore::Open(const StoreOptions& options,
+                       std::unique_ptr<TaskStore>* store) {
+  if (options.path.empty()) {
+    return Status::InvalidArgument("storage path is empty");
+  }
+  std::unique_ptr<TaskStore> result(new TaskStore(options));
+  Status s = result->OpenDb();
+  if (!s.ok()) return s;
+  s = result->LoadMeta();
+  if (!s.ok()) return s;
+  *store = std::move(result);
+  return Status::OK();
+}
+
+Status TaskStore::OpenDb() {
+  rocksdb::Env* env = options_.env;
+  if (env == nullptr && options_.durability == Durability::kMemory) {
+    owned_env_.reset(rocksdb::NewMemEnv(rocksdb::Env::Default()));
+    env = owned_env_.get();
+  }
+  rocksdb::DBOptions db_options;
+  if (env != nullptr) db_options.env = env;
+  db_options.create_if_missing = true;
+  db_options.create_missing_column_families = true;
+  db_options.max_background_jobs = 2;
+  // One writer thread: pipelining the WAL and memtable writes of concurrent
+  // writers buys nothing and costs latency.
+  db_options.enable_pipelined_write = false;
+  // With several column families a rarely written one (meta, corrupt) pins
+  // old logs; cap the total so they get flushed.
+  db_options.max_total_wal_size = 64 << 20;
+  // Reuse log files: an fdatasync of an overwritten file skips the metadata
+  // write that an appended file needs (docs/experiments.md).
+  db_options.recycle_log_file_num = 4;
+  db_options.keep_log_file_num = 4;
+  db_options.info_log_level = rocksdb::InfoLogLevel::WARN_LEVEL;
+  db_options.avoid_unnecessary_blocking_io = true;
+
+  auto cache = rocksdb::NewLRUCache(64 << 20);
+  std::vector<rocksdb::ColumnFamilyDescriptor> descriptors;
+  descriptors.emplace_back(rocksdb::kDefaultColumnFamilyName,
+                           rocksdb::ColumnFamilyOptions());
+  for (size_t i = 0; i < static_cast<size_t>(ColumnFamily::kCount); ++i) {
+    descriptors.emplace_back(
+        kFamilyNames[i], FamilyOptions(static_cast<ColumnFamily>(i), cache));
+  }
+
+  // A directory written by a newer spool may hold families this one does not
+  // know; say so instead of RocksDB's generic complaint.
+  std::vector<std::string> existing;
+  rocksdb::Options list_options(db_options, rocksdb::ColumnFamilyOptions());
+  if (rocksdb::DB::ListColumnFamilies(list_options, options_.path, &existing)
+          .ok()) {
+    for (const std::string& name : existing) {
+      bool known = name == rocksdb::kDefaultColumnFamilyName;
+      for (const char* ours : kFamilyNames) known |= name == ours;
+      if (!known) {
+        return Status::NotSupported("storage directory " + options_.path +
+                                    " has column family '" + name +
+                                    "', unknown to this spool; it was written "
+                                    "by a newer version");
+      }
+    }
+  }
+
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  rocksdb::DB* db = nullptr;
+  rocksdb::Status rs =
+      rocksdb::DB::Open(db_options, options_.path, descriptors, &handles, &db);
+  if (!rs.ok()) {
+    std::string text = rs.ToString();
+    if (rs.IsIOError() && (text.find("lock") != std::string::npos ||
+                           text.find("LOCK") != std::string::npos)) {
+      return Status::Busy("storage directory " + options_.path +
+                          " is in use by another spool runtime (" + text + ")");
+    }
+    return FromRocks(rs, "opening storage directory " + options_.path);
+  }
+  db_.reset(db);
+  default_handle_ = handles[0];
+  for (size_t i = 0; i < handles_.size(); ++i) handles_[i] = handles[i + 1];
+  return Status::OK();
+}
+
+Status TaskStore::LoadMeta() {
+  auto get = [this](const char* key, std::string* value) {
+    return db_->Get(rocksdb::ReadOptions(), Handle(ColumnFamily::kMeta), key,
+                    value);
+  };
+  std::string value;
+  rocksdb::Status rs = get(kMetaSchemaVersion, &value);
+  if (rs.IsNotFound()) {
+    // A new directory, or one that lost its meta: only the first is fine.
+    std::unique_ptr<rocksdb::Iterator> it(
+        db_->NewIterator(rocksdb::ReadOptions(), Handle(ColumnFamily::kTasks)));
+    it->SeekToFirst();
+    if (it->Valid()) {
+      return Status::Corruption("storage directory " + options_.path +
+                                " holds tasks but no schema version");
+    }
+    std::string version;
+    PutBigEndian32(&version, kSchemaVersion);
+    rocksdb::WriteOptions wo;
+    wo.sync = options_.durability == Durability::kSync;
+    return FromRocks(
+        db_->Put(wo, Handle(ColumnFamily::kMeta), kMetaSchemaVersion, version),
+        "writing the schema version");
+  }
+  if (!rs.ok()) return FromRocks(rs, "reading the schema version");
+  if (value.size() != 4) {
+    return Status::Corruption("storage directory " + options_.path +
+                              ": schema version entry is malformed");
+  }
+  uint32_t version = GetBigEndian32(value.data());
+  if (version > kSchemaVersion) {
+    return Status::NotSupported(
+        "storage directory " + options_.path +
+        " was written by schema version " + std::to_string(version) +
+        "; this spool reads up to version " + std::to_string(kSchemaVersion));
+  }
+
+  auto load_u64 = [&](const std::string& key, uint64_t* out) -> Status {
+    std::string v;
+    rocksdb::Status r = get(key.c_str(), &v);
+    if (r.IsNotFound()) return Status::OK();
+    if (!r.ok()) return FromRocks(r, "reading meta " + key);
+    if (v.size() != 8)
+      return Status::Corruption("meta " + key + " is malformed");
+    *out = GetBigEndian64(v.data());
+    return Status::OK();
+  };
+  Status s = load_u64(kMetaReservedIds, &reserved_ids_);
+  if (s.ok()) s = load_u64(kMetaNextSequence, &next_sequence_);
+  for (size_t i = 0; s.ok() && i < kTaskStatusCount; ++i) {
+    s = load_u64(CountKey(i), &counts_[i]);
+  }
+  if (!s.ok()) return s;
+
+  std::string dirty;
+  if (get(kMetaCountsDirty, &dirty).ok()) {
+    // A quarantined record's status was unknown; count again from scratch.
+    std::array<uint64_t, kTaskStatusCount> counts{};
+    s = ForEachRecord([&](TaskId id, std::string_view bytes) {
+      const fb::TaskRecord* table = nullptr;
+      if (VerifyRecord(id, bytes, &table).ok()) {
+        counts[static_cast<size_t>(table->status())]++;
+      }
+      return Status::OK();
+    });
+    if (!s.ok()) return s;
+    rocksdb::WriteBatch batch;
+    for (size_t i = 0; i < kTaskStatusCount; ++i) {
+      batch.Put(Handle(ColumnFamily::kMeta), CountKey(i),
+                BigEndian64(counts[i]));
+    }
+    batch.Delete(Handle(ColumnFamily::kMeta), kMetaCountsDirty);
+    rocksdb::WriteOptions wo;
+    wo.sync = options_.durability == Durability::kSync;
+    s = FromRocks(db_->Write(wo, &batch), "rewriting counts");
+    if (!s.ok()) return s;
+    counts_ = counts;
+  }
+  return Status::OK();
+}
+
+Status TaskStore::GetRaw(TaskId id, std::string* bytes,
+                         const rocksdb::Snapshot* snapshot) const {
+  rocksdb::ReadOptions ro;
+  ro.snapshot = snapshot;
+  rocksdb::Status rs =
+      db_->Get(ro, Handle(ColumnFamily::kTasks), TaskKey(id), bytes);
+  if (rs.IsNotFound()) {
+    return Status::NotFound("task " + std::to_string(id) + " does not exist");
+  }
+  return FromRocks(rs, "reading task " + std::to_string(id));
+}
+
+TaskStore::ReadView::~ReadView() { store_->db_->ReleaseSnapshot(snapshot_); }
+
+Status TaskStore::ReadView::GetRaw(TaskId id, std::string* bytes) const {
+  return store_->GetRaw(id, bytes, snapshot_);
+}
+
+Status TaskStore::ReadView::CountByStatus(
+    std::array<uint64_t, kTaskStatusCount>* counts) const {
+  rocksdb::ReadOptions ro;
+  ro.snapshot = snapshot_;
+  std::vector<rocksdb::ColumnFamilyHandle*> families(
+      kTaskStatusCount, store_->Handle(ColumnFamily::kMeta));
+  std::vector<std::string> key_storage;
+  std::vector<rocksdb::Slice> keys;
+  key_storage.reserve(kTaskStatusCount);
+  for (size_t i = 0; i < kTaskStatusCount; ++i) {
+    key_storage.push_back(CountKey(i));
+  }
+  for (const auto& k : key_storage) keys.emplace_back(k);
+  std::vector<std::string> values;
+  std::vector<rocksdb::Status> statuses =
+      store_->db_->MultiGet(ro, families, keys, &values);
+  for (size_t i = 0; i < kTaskStatusCount; ++i) {
+    if (statuses[i].IsNotFound()) {
+      (*counts)[i] = 0;
+    } else if (!statuses[i].ok()) {
+      return FromRocks(statuses[i], "reading counts");
+    } else if (values[i].size() != 8) {
+      return Status::Corruption("meta " + key_storage[i] + " is malformed");
+    } else {
+      (*counts)[i] = GetBigEndian64(values[i].data());
+    }
+  }
+  return Status::OK();
+}
+
+std::unique_ptr<TaskStore::ReadView> TaskStore::NewReadView() const {
+  return std::unique_ptr<ReadView>(new ReadView(this, db_->GetSnapshot()));
+}
+
+Status TaskStore::ForEachIndexEntry(
+    ColumnFamily family,
+    const std::function<Status(std::string_view, std::string_view)>& fn) const {
+  std::unique_ptr<rocksdb::Iterator> it(
+      db_->NewIterator(rocksdb::ReadOptions(), Handle(family)));
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    Status s = fn(std::string_view(it->key().data(), it->key().size()),
+                  std::string_view(it->value().data(), it->value().size()));
+    if (!s.ok()) return s;
+  }
+  return FromRocks(it->status(), std::string("scanning ") +
+                                     kFamilyNames[static_cast<size_t>(family)]);
+}
+
+Status TaskStore::ForEachRecord(
+    const std::function<Status(TaskId, std::string_view)>& fn) const {
+  return ForEachIndexEntry(
+      ColumnFamily::kTasks, [&](std::string_view key, std::string_view value) {
+        TaskId id = 0;
+        if (!DecodeTaskKey(key, &id)) {
+          return Status::Corruption("tasks family holds a malformed key");
+        }
+        return fn(id, value);
+      });
+}
+
+Status TaskStore::Commit(WriteTxn* txn) {
+  rocksdb::WriteBatch batch;
+  auto counts = counts_;
+  auto count = [&counts](TaskStatus status, int delta) {
+    uint64_t& c = counts[static_cast<size_t>(status)];
+    if (delta < 0 && c == 0) return;  // never wrap; a rebuild fixes drift
+    c += delta;
+  };
+  auto put_index = [&](const IndexEntry& e) {
+    batch.Put(Handle(e.family), e.key, e.value);
+  };
+  auto delete_index = [&](const IndexEntry& e) {
+    batch.SingleDelete(Handle(e.family), e.key);
+  };
+
+  flatbuffers::FlatBufferBuilder builder(1024);
+  for (const auto& [id, entry] : txn->entries_) {
+    std::vector<IndexEntry> before;
+    if (entry.before) {
+      before = IndexEntriesOf(*entry.before);
+      count(entry.before->status, -1);
+    }
+    std::vector<IndexEntry> after = IndexEntriesOf(entry.after);
+    count(entry.after.status, +1);
+    for (const IndexEntry& old_entry : before) {
+      auto same = std::find_if(after.begin(), after.end(), [&](const auto& e) {
+        return e.family == old_entry.family && e.key == old_entry.key;
+      });
+      if (same == after.end()) {
+        delete_index(old_entry);
+      } else if (same->value != old_entry.value) {
+        delete_index(old_entry);
+        put_index(*same);
+      }
+    }
+    for (const IndexEntry& new_entry : after) {
+      bool existed =
+          std::any_of(before.begin(), before.end(), [&](const auto& e) {
+            return e.family == new_entry.family && e.key == new_entry.key;
+          });
+      if (!existed) put_index(new_entry);
+    }
+    EncodeRecord(entry.after, &builder);
+    batch.Put(Handle(ColumnFamily::kTasks), TaskKey(id),
+              rocksdb::Slice(
+                  reinterpret_cast<const char*>(builder.GetBufferPointer()),
+                  builder.GetSize()));
+  }
+
+  for (auto& [id, known] : txn->quarantined_) {
+    std::string bytes;
+    Status s = GetRaw(id, &bytes);
+    if (s.ok()) {
+      batch.Put(Handle(ColumnFamily::kCorrupt), TaskKey(id), bytes);
+      batch.Delete(Handle(ColumnFamily::kTasks), TaskKey(id));
+    } else if (!s.IsNotFound()) {
+      return s;
+    }
+    for (const IndexEntry& e : known) delete_index(e);
+    batch.Put(Handle(ColumnFamily::kMeta), kMetaCountsDirty, "");
+  }
+
+  uint64_t reserved = reserved_ids_;
+  if (txn->max_id_ + kIdReservationBlock / 2 >= reserved_ids_) {
+    reserved = txn->max_id_ + kIdReservationBlock;
+    batch.Put(Handle(ColumnFamily::kMeta), kMetaReservedIds,
+              BigEndian64(reserved));
+  }
+  if (txn->next_sequence_ != next_sequence_) {
+    batch.Put(Handle(ColumnFamily::kMeta), kMetaNextSequence,
+              BigEndian64(txn->next_sequence_));
+  }
+  for (size_t i = 0; i < kTaskStatusCount; ++i) {
+    if (counts[i] != counts_[i]) {
+      batch.Put(Handle(ColumnFamily::kMeta), CountKey(i),
+                BigEndian64(counts[i]));
+    }
+  }
+
+  rocksdb::WriteOptions wo;
+  wo.sync = options_.durability == Durability::kSync;
+  Status s = FromRocks(db_->Write(wo, &batch), "committing a write batch");
+  if (!s.ok()) return s;
+  counts_ = counts;
+  next_sequence_ = txn->next_sequence_;
+  reserved_ids_ = reserved;
+  return Status::OK();
+}
+
+Status TaskStore::Flush() {
+  rocksdb::FlushOptions fo;
+  fo.wait = true;
+  std::vector<rocksdb::ColumnFamilyHandle*> families(handles_.begin(),
+                                                     handles_.end());
+  return FromRocks(db_->Flush(fo, families), "flushing memtables");
+}
+
+Status TaskStore::PutRawForTesting(TaskId id, std::string_view bytes) {
+  rocksdb::WriteOptions wo;
+  wo.sync = options_.durability == Durability::kSync;
+  return FromRocks(db_->Put(wo, Handle(ColumnFamily::kTasks), TaskKey(id),
+                            rocksdb::Slice(bytes.data(), bytes.size())),
+                   "writing a raw record");
+}
+
+WriteTxn::WriteTxn(TaskStore* store)
+    : store_(store), next_sequence_(store->next_sequence_) {}
+
+Status WriteTxn::Get(TaskId id, TaskRecord* record) {
+  if (auto it = entries_.find(id); it != entries_.end()) {
+    *record = it->second.after;
+    return Status::OK();
+  }
+  if (auto it = reads_.find(id); it != reads_.end()) {
+    *record = it->second;
+    return Status::OK();
+  }
+  std::string bytes;
+  Status s = store_->GetRaw(id, &bytes);
+  if (!s.ok()) return s;
+  s = DecodeRecord(id, bytes, record);
+  if (!s.ok()) return s;
+  reads_.emplace(id, *record);
+  return Status::OK();
+}
+
+void WriteTxn::Insert(TaskRecord record) {
+  TaskId id = record.id;
+  NoteId(id);
+  entries_[id] = Entry{std::nullopt, std::move(record)};
+}
+
+void WriteTxn::Update(TaskRecord record) {
+  TaskId id = record.id;
+  if (auto it = entries_.find(id); it != entries_.end()) {
+    it->second.after = std::move(record);
+    return;
+  }
+  auto read = reads_.find(id);
+  assert(read != reads_.end() && "Update requires a prior Get");
+  Entry entry{std::move(read->second), std::move(record)};
+  reads_.erase(read);
+  entries_.emplace(id, std::move(entry));
+}
+
+void WriteTxn::Quarantine(TaskId id, std::vector<IndexEntry> known) {
+  quarantined_.emplace_back(id, std::move(known));
+}
+
+}  // namespace spool::storage

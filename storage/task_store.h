@@ -1,0 +1,231 @@
+// TaskStore: spool's tasks on RocksDB.
+//
+// Column families:
+//   tasks      task id -> TaskRecord (FlatBuffers)
+//   ready      (priority desc, sequence) -> id, for tasks that may start now
+//   scheduled  (due time, sequence) -> (id, priority), for tasks that wait
+//              for a time (a delay or a retry)
+//   running    task id -> "", for tasks a handler runs
+//   meta       schema version, id reservation, sequence, counts by status
+//   corrupt    task id -> the raw bytes of a record that failed verification
+//
+// Every change goes through a WriteTxn and is committed as one WriteBatch, so
+// a record and its index entries change together or not at all. Index
+// entries are derived from the record (IndexEntriesOf), never written by
+// hand, so they cannot disagree with it.
+//
+// Thread safety: the read methods and ReadView may be used from any thread.
+// Commit, and WriteTxn, belong to one thread at a time: spool's writer.
+
+#ifndef SPOOL_STORAGE_TASK_STORE_H_
+#define SPOOL_STORAGE_TASK_STORE_H_
+
+#include <array>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <spool/options.h>
+#include <spool/status.h>
+
+#include "storage/keys.h"
+#include "storage/record.h"
+
+namespace rocksdb {
+class ColumnFamilyHandle;
+class DB;
+class Env;
+class Snapshot;
+}  // namespace rocksdb
+
+namespace spool::storage {
+
+// Written by this code. A directory with a higher version is refused.
+inline constexpr uint32_t kSchemaVersion = 1;
+
+// Ids are reserved on disk in blocks, so that an id handed to a caller is
+// never handed out again after a crash (see TaskStore::reserved_ids).
+inline constexpr uint64_t kIdReservationBlock = uint64_t{1} << 20;
+
+enum class ColumnFamily : uint8_t {
+  kTasks = 0,
+  kReady,
+  kScheduled,
+  kRunning,
+  kMeta,
+  kCorrupt,
+  kCount,  // not a family: the number of them
+};
+
+// One index entry a record implies.
+struct IndexEntry {
+  ColumnFamily family;
+  std::string key;
+  std::string value;
+};
+
+// The index entries that `record` must have, in a fixed order.
+std::vector<IndexEntry> IndexEntriesOf(const TaskRecord& record);
+
+struct StoreOptions {
+  std::string path;
+  Durability durability = Durability::kSync;
+  // Replaces the RocksDB environment, e.g. with a fault-injecting one. The
+  // store does not own it; it must outlive the store. Null: the default
+  // environment (or an in-memory one for kMemory).
+  rocksdb::Env* env = nullptr;
+};
+
+class WriteTxn;
+
+class TaskStore {
+ public:
+  // Opens or creates the store. Returns Busy when another process (or another
+  // runtime in this process) holds the directory, NotSupported when a newer
+  // spool wrote it, Corruption or IOError when RocksDB cannot open it.
+  static Status Open(const StoreOptions& options,
+                     std::unique_ptr<TaskStore>* store);
+
+  TaskStore(const TaskStore&) = delete;
+  TaskStore& operator=(const TaskStore&) = delete;
+  // Closes RocksDB. Pending writes are already durable or already failed.
+  ~TaskStore();
+
+  const StoreOptions& options() const { return options_; }
+
+  // ---- Reads (any thread) ----
+
+  // The raw record of task `id` at `snapshot` (null: latest). NotFound when
+  // there is none. The bytes are not verified here.
+  Status GetRaw(TaskId id, std::string* bytes,
+                const rocksdb::Snapshot* snapshot = nullptr) const;
+
+  // A consistent view of the store at one point in time.
+  class ReadView {
+   public:
+    ~ReadView();
+    ReadView(const ReadView&) = delete;
+    ReadView& operator=(const ReadView&) = delete;
+
+    // Raw record bytes; NotFound when there is none.
+    Status GetRaw(TaskId id, std::string* bytes) const;
+    // Counts by status, as of this view.
+    Status CountByStatus(std::array<uint64_t, kTaskStatusCount>* counts) const;
+
+   private:
+    friend class TaskStore;
+    ReadView(const TaskStore* store, const rocksdb::Snapshot* snapshot)
+        : store_(store), snapshot_(snapshot) {}
+    const TaskStore* store_;
+    const rocksdb::Snapshot* snapshot_;
+  };
+  std::unique_ptr<ReadView> NewReadView() const;
+
+  // Visits every index entry of one family in key order. Stops at the first
+  // error of `fn` or of the iterator, and returns it.
+  Status ForEachIndexEntry(
+      ColumnFamily family,
+      const std::function<Status(std::string_view key, std::string_view value)>&
+          fn) const;
+
+  // Visits every record (raw bytes) in id order.
+  Status ForEachRecord(
+      const std::function<Status(TaskId id, std::string_view bytes)>& fn) const;
+
+  // ---- Writer state (the writer's thread) ----
+
+  // The first id not yet reserved on disk. Ids below it may have been handed
+  // out before a crash; the runtime starts allocating here.
+  uint64_t reserved_ids() const { return reserved_ids_; }
+
+  // Commits everything `txn` staged as one WriteBatch: records, their index
+  // entries, counts and the meta high-water marks. Syncs the write-ahead log
+  // first in kSync mode. On failure nothing is applied and `txn` may be
+  // discarded.
+  Status Commit(WriteTxn* txn);
+
+  // Flushes the memtables to disk so that the next open replays little log.
+  Status Flush();
+
+  // ---- For tests and tools ----
+
+  // Overwrites a record's raw bytes, bypassing verification and indexes.
+  Status PutRawForTesting(TaskId id, std::string_view bytes);
+
+ private:
+  friend class WriteTxn;
+  explicit TaskStore(const StoreOptions& options);
+  Status OpenDb();
+  Status LoadMeta();
+  rocksdb::ColumnFamilyHandle* Handle(ColumnFamily family) const {
+    return handles_[static_cast<size_t>(family)];
+  }
+
+  StoreOptions options_;
+  std::unique_ptr<rocksdb::Env> owned_env_;
+  std::unique_ptr<rocksdb::DB> db_;
+  std::array<rocksdb::ColumnFamilyHandle*,
+             static_cast<size_t>(ColumnFamily::kCount)>
+      handles_{};
+  rocksdb::ColumnFamilyHandle* default_handle_ = nullptr;
+
+  // Writer-owned state, mirrored in `meta`.
+  uint64_t reserved_ids_ = 1;
+  uint64_t next_sequence_ = 1;
+  std::array<uint64_t, kTaskStatusCount> counts_{};
+};
+
+// The changes of one group commit. Reads see earlier changes of the same
+// transaction. Owned by the writer's thread.
+class WriteTxn {
+ public:
+  explicit WriteTxn(TaskStore* store);
+
+  // The record as this transaction sees it. NotFound when there is none;
+  // Corruption when it fails verification.
+  Status Get(TaskId id, TaskRecord* record);
+
+  // Stages a new task. REQUIRES: no task with this id exists.
+  void Insert(TaskRecord record);
+
+  // Stages a new state for a task read with Get.
+  void Update(TaskRecord record);
+
+  // Moves the unreadable record of `id` to the corrupt family and removes the
+  // index entries the caller knows of (the record itself cannot say).
+  void Quarantine(TaskId id, std::vector<IndexEntry> known_index_entries);
+
+  // The next enqueue sequence number.
+  uint64_t NextSequence() { return next_sequence_++; }
+
+  // Notes that `id` was handed out, so the reservation covers it.
+  void NoteId(TaskId id) {
+    if (id > max_id_) max_id_ = id;
+  }
+
+  // One staged task, with the state it had before this transaction.
+  struct Entry {
+    std::optional<TaskRecord> before;
+    TaskRecord after;
+  };
+  const std::unordered_map<TaskId, Entry>& entries() const { return entries_; }
+  bool empty() const { return entries_.empty() && quarantined_.empty(); }
+
+ private:
+  friend class TaskStore;
+  TaskStore* store_;
+  // Records read from the store and not yet updated: the `before` of a later
+  // Update, so that no record is read twice.
+  std::unordered_map<TaskId, TaskRecord> reads_;
+  std::unordered_map<TaskId, Entry> entries_;
+  std::vector<std::pair<TaskId, std::vector<IndexEntry>>> quarantined_;
+  uint64_t next_sequence_;
+  uint64_t max_id_ = 0;
+};
+
+}  // namespace spool::storage
+
+#endif  // SPOOL_STORAGE_TASK_STORE_H_

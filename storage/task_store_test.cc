@@ -1,0 +1,260 @@
+#include "storage/task_store.h"
+
+#include <map>
+
+#include <gtest/gtest.h>
+#include <rocksdb/db.h>
+
+#include "tests/testing.h"
+
+namespace spool::storage {
+namespace {
+
+using spool::testing::TempDir;
+
+TaskRecord NewRecord(TaskId id, int32_t priority, uint64_t sequence) {
+  TaskRecord r;
+  r.id = id;
+  r.type = "t";
+  r.payload = "p" + std::to_string(id);
+  r.priority = priority;
+  r.sequence = sequence;
+  r.max_attempts = 3;
+  return r;
+}
+
+std::map<std::string, std::string> Family(const TaskStore& store,
+                                          ColumnFamily family) {
+  std::map<std::string, std::string> out;
+  EXPECT_TRUE(
+      store
+          .ForEachIndexEntry(family,
+                             [&](std::string_view k, std::string_view v) {
+                               out.emplace(k, v);
+                               return Status::OK();
+                             })
+          .ok());
+  return out;
+}
+
+class TaskStoreTest : public ::testing::TestWithParam<Durability> {
+ protected:
+  std::unique_ptr<TaskStore> OpenStore() {
+    StoreOptions options;
+    options.path = dir_.Sub("db");
+    options.durability = GetParam();
+    std::unique_ptr<TaskStore> store;
+    Status s = TaskStore::Open(options, &store);
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    return store;
+  }
+  TempDir dir_;
+};
+
+TEST_P(TaskStoreTest, InsertPutsRecordAndReadyIndexTogether) {
+  auto store = OpenStore();
+  WriteTxn txn(store.get());
+  txn.Insert(NewRecord(1, 0, txn.NextSequence()));
+  txn.Insert(NewRecord(2, 5, txn.NextSequence()));
+  ASSERT_TRUE(store->Commit(&txn).ok());
+
+  auto ready = Family(*store, ColumnFamily::kReady);
+  ASSERT_EQ(ready.size(), 2u);
+  // Priority 5 sorts first.
+  EXPECT_EQ(ready.begin()->second, TaskKey(2));
+  std::string bytes;
+  ASSERT_TRUE(store->GetRaw(1, &bytes).ok());
+  TaskRecord r;
+  ASSERT_TRUE(DecodeRecord(1, bytes, &r).ok());
+  EXPECT_EQ(r.payload, "p1");
+}
+
+TEST_P(TaskStoreTest, TransitionsMoveIndexEntries) {
+  auto store = OpenStore();
+  {
+    WriteTxn txn(store.get());
+    txn.Insert(NewRecord(1, 0, txn.NextSequence()));
+    ASSERT_TRUE(store->Commit(&txn).ok());
+  }
+  {
+    WriteTxn txn(store.get());
+    TaskRecord r;
+    ASSERT_TRUE(txn.Get(1, &r).ok());
+    r.status = TaskStatus::kRunning;
+    r.attempts = 1;
+    txn.Update(r);
+    ASSERT_TRUE(store->Commit(&txn).ok());
+  }
+  EXPECT_TRUE(Family(*store, ColumnFamily::kReady).empty());
+  EXPECT_EQ(Family(*store, ColumnFamily::kRunning).size(), 1u);
+  {
+    WriteTxn txn(store.get());
+    TaskRecord r;
+    ASSERT_TRUE(txn.Get(1, &r).ok());
+    r.status = TaskStatus::kRetryScheduled;
+    r.next_attempt_us = 5000;
+    txn.Update(r);
+    ASSERT_TRUE(store->Commit(&txn).ok());
+  }
+  EXPECT_TRUE(Family(*store, ColumnFamily::kRunning).empty());
+  auto scheduled = Family(*store, ColumnFamily::kScheduled);
+  ASSERT_EQ(scheduled.size(), 1u);
+  ScheduledKey key;
+  ASSERT_TRUE(DecodeScheduledKey(scheduled.begin()->first, &key));
+  EXPECT_EQ(key.due_us, 5000);
+  {
+    WriteTxn txn(store.get());
+    TaskRecord r;
+    ASSERT_TRUE(txn.Get(1, &r).ok());
+    r.status = TaskStatus::kSucceeded;
+    r.next_attempt_us = 0;
+    txn.Update(r);
+    ASSERT_TRUE(store->Commit(&txn).ok());
+  }
+  EXPECT_TRUE(Family(*store, ColumnFamily::kScheduled).empty());
+  std::array<uint64_t, kTaskStatusCount> counts{};
+  ASSERT_TRUE(store->NewReadView()->CountByStatus(&counts).ok());
+  EXPECT_EQ(counts[static_cast<size_t>(TaskStatus::kSucceeded)], 1u);
+  EXPECT_EQ(counts[static_cast<size_t>(TaskStatus::kPending)], 0u);
+}
+
+TEST_P(TaskStoreTest, ReadsInsideATransactionSeeItsOwnWrites) {
+  auto store = OpenStore();
+  WriteTxn txn(store.get());
+  txn.Insert(NewRecord(7, 0, txn.NextSequence()));
+  TaskRecord r;
+  ASSERT_TRUE(txn.Get(7, &r).ok());
+  r.status = TaskStatus::kRunning;
+  txn.Update(r);
+  ASSERT_TRUE(store->Commit(&txn).ok());
+  // Inserted and claimed in one batch: only the final index entry exists.
+  EXPECT_TRUE(Family(*store, ColumnFamily::kReady).empty());
+  EXPECT_EQ(Family(*store, ColumnFamily::kRunning).size(), 1u);
+}
+
+TEST_P(TaskStoreTest, SnapshotsDoNotSeeLaterWrites) {
+  auto store = OpenStore();
+  {
+    WriteTxn txn(store.get());
+    txn.Insert(NewRecord(1, 0, txn.NextSequence()));
+    ASSERT_TRUE(store->Commit(&txn).ok());
+  }
+  auto view = store->NewReadView();
+  {
+    WriteTxn txn(store.get());
+    txn.Insert(NewRecord(2, 0, txn.NextSequence()));
+    ASSERT_TRUE(store->Commit(&txn).ok());
+  }
+  std::string bytes;
+  EXPECT_TRUE(view->GetRaw(1, &bytes).ok());
+  EXPECT_TRUE(view->GetRaw(2, &bytes).IsNotFound());
+  std::array<uint64_t, kTaskStatusCount> counts{};
+  ASSERT_TRUE(view->CountByStatus(&counts).ok());
+  EXPECT_EQ(counts[0], 1u);
+}
+
+TEST_P(TaskStoreTest, QuarantineMovesACorruptRecordAside) {
+  auto store = OpenStore();
+  {
+    WriteTxn txn(store.get());
+    txn.Insert(NewRecord(1, 0, txn.NextSequence()));
+    ASSERT_TRUE(store->Commit(&txn).ok());
+  }
+  ASSERT_TRUE(store->PutRawForTesting(1, "garbage").ok());
+  WriteTxn txn(store.get());
+  TaskRecord r;
+  Status s = txn.Get(1, &r);
+  ASSERT_TRUE(s.IsCorruption()) << s.ToString();
+  txn.Quarantine(1, {{ColumnFamily::kReady, EncodeReadyKey({0, 1}), ""}});
+  ASSERT_TRUE(store->Commit(&txn).ok());
+  std::string bytes;
+  EXPECT_TRUE(store->GetRaw(1, &bytes).IsNotFound());
+  EXPECT_TRUE(Family(*store, ColumnFamily::kReady).empty());
+  EXPECT_EQ(Family(*store, ColumnFamily::kCorrupt).size(), 1u);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllModes, TaskStoreTest,
+                         ::testing::Values(Durability::kSync,
+                                           Durability::kRelaxed,
+                                           Durability::kMemory),
+                         [](const auto& param_info) {
+                           return std::string(DurabilityName(param_info.param));
+                         });
+
+TEST(TaskStoreDiskTest, ReopenKeepsMetaAndReservesIds) {
+  TempDir dir;
+  StoreOptions options;
+  options.path = dir.Sub("db");
+  uint64_t reserved = 0;
+  {
+    std::unique_ptr<TaskStore> store;
+    ASSERT_TRUE(TaskStore::Open(options, &store).ok());
+    EXPECT_EQ(store->reserved_ids(), 1u);
+    WriteTxn txn(store.get());
+    txn.Insert(NewRecord(5, 0, txn.NextSequence()));
+    ASSERT_TRUE(store->Commit(&txn).ok());
+    reserved = store->reserved_ids();
+    EXPECT_GE(reserved, 5 + kIdReservationBlock / 2);
+  }
+  std::unique_ptr<TaskStore> store;
+  ASSERT_TRUE(TaskStore::Open(options, &store).ok());
+  EXPECT_EQ(store->reserved_ids(), reserved);
+  WriteTxn txn(store.get());
+  EXPECT_EQ(txn.NextSequence(), 2u);
+}
+
+TEST(TaskStoreDiskTest, SecondOpenOfTheSameDirectoryIsBusy) {
+  TempDir dir;
+  StoreOptions options;
+  options.path = dir.Sub("db");
+  std::unique_ptr<TaskStore> first;
+  ASSERT_TRUE(TaskStore::Open(options, &first).ok());
+  std::unique_ptr<TaskStore> second;
+  Status s = TaskStore::Open(options, &second);
+  EXPECT_TRUE(s.IsBusy()) << s.ToString();
+  EXPECT_NE(s.message().find("in use"), std::string::npos);
+}
+
+TEST(TaskStoreDiskTest, NewerSchemaVersionIsRefused) {
+  TempDir dir;
+  StoreOptions options;
+  options.path = dir.Sub("db");
+  {
+    std::unique_ptr<TaskStore> store;
+    ASSERT_TRUE(TaskStore::Open(options, &store).ok());
+  }
+  {
+    // Rewrite the version as a future spool would.
+    rocksdb::DBOptions db_options;
+    std::vector<rocksdb::ColumnFamilyDescriptor> families;
+    std::vector<std::string> names;
+    ASSERT_TRUE(rocksdb::DB::ListColumnFamilies(rocksdb::Options(),
+                                                options.path, &names)
+                    .ok());
+    for (const auto& n : names)
+      families.emplace_back(n, rocksdb::ColumnFamilyOptions());
+    std::vector<rocksdb::ColumnFamilyHandle*> handles;
+    rocksdb::DB* db = nullptr;
+    ASSERT_TRUE(
+        rocksdb::DB::Open(db_options, options.path, families, &handles, &db)
+            .ok());
+    std::string version;
+    PutBigEndian32(&version, kSchemaVersion + 1);
+    for (size_t i = 0; i < names.size(); ++i) {
+      if (names[i] == "meta") {
+        ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), handles[i],
+                            "schema_version", version)
+                        .ok());
+      }
+    }
+    for (auto* h : handles) db->DestroyColumnFamilyHandle(h);
+    delete db;
+  }
+  std::unique_ptr<TaskStore> store;
+  Status s = TaskStore::Open(options, &store);
+  EXPECT_TRUE(s.IsNotSupported()) << s.ToString();
+  EXPECT_NE(s.message().find("schema version 2"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace spool::storage
