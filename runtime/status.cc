@@ -54,6 +54,8 @@ const char* CodeName(Status::Code code) {
       return "NotSupported";
     case Status::Code::kCancelled:
       return "Cancelled";
+    case Status::Code::kAborted:
+      return "Aborted";
   }
   return "Unknown";
 }

@@ -12,6 +12,7 @@
 #include <memory>
 #include <string>
 
+#include <spool/clock.h>
 #include <spool/future.h>
 #include <spool/task.h>
 
@@ -80,7 +81,11 @@ struct Options {
   // Default: 30 s.
   std::chrono::milliseconds close_timeout = std::chrono::seconds(30);
 
-  // ---- Callbacks and logging ----
+  // ---- Time, callbacks and logging ----
+
+  // The source of time for timestamps, delays and backoff. Default: null,
+  // meaning SystemClock().
+  std::shared_ptr<Clock> clock;
 
   // Runs Future::Then callbacks. Default: null, meaning one spool thread
   // that runs nothing else.

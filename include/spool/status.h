@@ -45,6 +45,8 @@ class [[nodiscard]] Status {
     kNotSupported = 9,
     // The operation was cancelled before it completed.
     kCancelled = 10,
+    // The operation failed part-way, e.g. a handler threw.
+    kAborted = 11,
   };
 
   // Creates an OK status.
@@ -79,6 +81,9 @@ class [[nodiscard]] Status {
   static Status Cancelled(std::string_view msg) {
     return Status(Code::kCancelled, msg);
   }
+  static Status Aborted(std::string_view msg) {
+    return Status(Code::kAborted, msg);
+  }
 
   bool ok() const { return code_ == Code::kOk; }
   Code code() const { return code_; }
@@ -94,6 +99,7 @@ class [[nodiscard]] Status {
   bool IsTimedOut() const { return code_ == Code::kTimedOut; }
   bool IsNotSupported() const { return code_ == Code::kNotSupported; }
   bool IsCancelled() const { return code_ == Code::kCancelled; }
+  bool IsAborted() const { return code_ == Code::kAborted; }
 
   // The message alone, without the code. Empty for OK.
   const std::string& message() const;

@@ -171,6 +171,16 @@ struct Ticket {
   Future<TaskId> stored;
 };
 
+// What EnqueueBatch returns at once.
+struct BatchTicket {
+  // The ids assigned to the tasks, in order. Valid immediately.
+  std::vector<TaskId> ids;
+  // Resolves with the ids once every task is durable, or with the error that
+  // kept all of them from being stored: a batch is stored whole or not at
+  // all.
+  Future<std::vector<TaskId>> stored;
+};
+
 }  // namespace spool
 
 #endif  // SPOOL_INCLUDE_TASK_H_

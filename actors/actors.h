@@ -1,0 +1,89 @@
+// The typed interface of every spool actor, in one place, so that the whole
+// protocol can be read in one sitting. One line per message says what it
+// asks. The behaviours live in one file per actor.
+//
+//   caller threads --enqueue/barrier--> writer --changes--> scheduler
+//   scheduler --claim/settle--> writer
+//   scheduler --run--> worker --outcome--> scheduler
+//   caller threads --read--> reader pool --read--> reader
+//   recovery --recover--> writer --commit--> recovery, at open
+
+#ifndef SPOOL_ACTORS_ACTORS_H_
+#define SPOOL_ACTORS_ACTORS_H_
+
+#include <cstdint>
+#include <vector>
+
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
+
+#include "actors/messages.h"
+
+namespace spool::actors {
+
+// Runs handlers, one task at a time. Detached: a handler may block.
+using worker_actor = caf::typed_actor<
+    // Runs one attempt of a claimed task and reports its outcome.
+    caf::reacts_to<run_atom, ClaimedTask>>;
+
+// Owns the ready order, the timers and the concurrency limit.
+using scheduler_actor = caf::typed_actor<
+    // What a commit changed: new, claimed, settled or removed tasks.
+    caf::reacts_to<changes_atom, QueueChanges>,
+    // Starts dispatching to these workers.
+    caf::reacts_to<start_atom, std::vector<worker_actor>>,
+    // Worker `index` finished an attempt.
+    caf::reacts_to<outcome_atom, uint32_t, Outcome>,
+    // A timer fired, or the clock jumped: move due tasks to ready.
+    caf::reacts_to<tick_atom>,
+    // Calls back once no task is ready, claimed or running.
+    caf::reacts_to<drain_atom, Completion>,
+    // Stops dispatching; calls back once no handler runs.
+    caf::reacts_to<stop_atom, Completion>,
+    // Internal: sends the claims and outcomes gathered since the last one.
+    caf::reacts_to<dispatch_atom>>;
+
+// The only actor that writes. Detached: it waits for fsync.
+using writer_actor = caf::typed_actor<
+    // Stores new tasks atomically.
+    caf::reacts_to<enqueue_atom, EnqueueCommand>,
+    // Marks queued tasks running, so that they may start.
+    caf::reacts_to<claim_atom, std::vector<QueueEntry>>,
+    // Records the outcomes of attempts.
+    caf::reacts_to<settle_atom, std::vector<Outcome>>,
+    // Records the attempts a crash interrupted.
+    caf::reacts_to<recover_atom, RecoverCommand>,
+    // Calls back once every earlier command is committed.
+    caf::reacts_to<barrier_atom, Completion>,
+    // Sends queue changes to this scheduler from now on.
+    caf::reacts_to<attach_atom, scheduler_actor>,
+    // Internal: commits the commands gathered since the last commit.
+    caf::reacts_to<commit_atom>>;
+
+// Answers one query at a time on its own snapshot. Detached: reads may wait
+// for the disk.
+using reader_actor = caf::typed_actor<
+    // Runs a query.
+    caf::reacts_to<read_atom, ReadJob>>;
+
+// Queues queries and hands each to an idle reader.
+using reader_pool_actor = caf::typed_actor<
+    // Queues a query.
+    caf::reacts_to<read_atom, ReadJob>,
+    // Reader `index` finished its query.
+    caf::reacts_to<idle_atom, uint32_t>,
+    // Finishes the queued queries, then calls back and stops.
+    caf::reacts_to<stop_atom, Completion>>;
+
+// Runs once at open, before anything is dispatched. Detached: it scans
+// storage.
+using recovery_actor = caf::typed_actor<
+    // Records the attempts a crash interrupted, then loads the queue.
+    caf::reacts_to<recover_atom, RecoveryJob>,
+    // The writer committed the interrupted attempts (their number, or why
+    // not).
+    caf::reacts_to<commit_atom, Result<size_t>>>;
+
+}  // namespace spool::actors
+
+#endif  // SPOOL_ACTORS_ACTORS_H_

@@ -1,0 +1,119 @@
+#include "actors/recovery.h"
+
+#include <caf/all.hpp>
+
+namespace spool::actors {
+namespace {
+
+struct RecoveryState {
+  static inline const char* name = "spool.recovery";
+  const storage::TaskStore* store = nullptr;
+  writer_actor writer;
+  std::optional<RecoveryJob> job;
+};
+
+using Self = recovery_actor::stateful_pointer<RecoveryState>;
+
+Result<std::vector<TaskId>> FindRunning(const storage::TaskStore& store) {
+  std::vector<TaskId> running;
+  Status s = store.ForEachIndexEntry(
+      storage::ColumnFamily::kRunning,
+      [&](std::string_view key, std::string_view) {
+        TaskId id = 0;
+        if (!storage::DecodeTaskKey(key, &id)) {
+          return Status::Corruption("running index holds a malformed key");
+        }
+        running.push_back(id);
+        return Status::OK();
+      });
+  if (!s.ok()) return s;
+  return running;
+}
+
+void Finish(Self self, const Result<RecoveryResult>& result) {
+  if (self->state.job) self->state.job->done(result);
+  self->state.job.reset();
+  self->quit();
+}
+
+recovery_actor::behavior_type RecoveryBehavior(Self self,
+                                               const storage::TaskStore* store,
+                                               writer_actor writer) {
+  self->state.store = store;
+  self->state.writer = std::move(writer);
+  return {
+      [self](recover_atom, RecoveryJob& job) {
+        self->state.job = std::move(job);
+        Result<std::vector<TaskId>> running = FindRunning(*self->state.store);
+        if (!running.ok()) {
+          Finish(self, running.status().WithContext("recovery"));
+          return;
+        }
+        recovery_actor me = self;
+        RecoverCommand command;
+        command.running = std::move(running).value();
+        command.done = [me](const Result<size_t>& recovered) {
+          caf::anon_send(me, commit_atom::value, recovered);
+        };
+        self->send(self->state.writer, recover_atom::value, std::move(command));
+      },
+      [self](commit_atom, const Result<size_t>& recovered) {
+        if (!recovered.ok()) {
+          Finish(self, recovered.status().WithContext("recovery"));
+          return;
+        }
+        Result<std::vector<QueueEntry>> queue = LoadQueue(*self->state.store);
+        if (!queue.ok()) {
+          Finish(self, queue.status().WithContext("recovery"));
+          return;
+        }
+        Finish(self, RecoveryResult{*recovered, std::move(queue).value()});
+      },
+  };
+}
+
+}  // namespace
+
+Result<std::vector<QueueEntry>> LoadQueue(const storage::TaskStore& store) {
+  std::vector<QueueEntry> queue;
+  Status s = store.ForEachIndexEntry(
+      storage::ColumnFamily::kReady,
+      [&](std::string_view key, std::string_view value) {
+        storage::ReadyKey ready;
+        QueueEntry entry;
+        if (!storage::DecodeReadyKey(key, &ready) ||
+            !storage::DecodeTaskKey(value, &entry.id)) {
+          return Status::Corruption("ready index holds a malformed entry");
+        }
+        entry.priority = ready.priority;
+        entry.sequence = ready.sequence;
+        queue.push_back(entry);
+        return Status::OK();
+      });
+  if (!s.ok()) return s;
+  s = store.ForEachIndexEntry(
+      storage::ColumnFamily::kScheduled,
+      [&](std::string_view key, std::string_view value) {
+        storage::ScheduledKey scheduled;
+        QueueEntry entry;
+        if (!storage::DecodeScheduledKey(key, &scheduled) ||
+            !storage::DecodeScheduledValue(value, &entry.id, &entry.priority)) {
+          return Status::Corruption("scheduled index holds a malformed entry");
+        }
+        entry.sequence = scheduled.sequence;
+        entry.due_us = scheduled.due_us;
+        queue.push_back(entry);
+        return Status::OK();
+      });
+  if (!s.ok()) return s;
+  return queue;
+}
+
+recovery_actor SpawnRecovery(caf::actor_system& system,
+                             const storage::TaskStore* store,
+                             writer_actor writer) {
+  return system.spawn<caf::detached>(RecoveryBehavior, store,
+                                     std::move(writer));
+}
+
+}  // namespace spool::actors

@@ -1,0 +1,145 @@
+#include "actors/transitions.h"
+
+#include <gtest/gtest.h>
+
+namespace spool::actors {
+namespace {
+
+NewTask SampleTask(RetryPolicy retry) {
+  NewTask task;
+  task.id = 9;
+  task.type = "t";
+  task.payload = "p";
+  task.priority = 3;
+  task.retry = retry;
+  return task;
+}
+
+TEST(TransitionsTest, NewTaskIsPendingAndReadyUnlessRunAtIsLater) {
+  auto record = NewRecord(SampleTask(RetryPolicy{}), 5, 1000);
+  EXPECT_EQ(record.status, TaskStatus::kPending);
+  EXPECT_EQ(record.next_attempt_us, 0);
+  EXPECT_EQ(record.sequence, 5u);
+  EXPECT_EQ(record.max_attempts, 3u);
+  EXPECT_TRUE(IsQueued(record));
+
+  NewTask later = SampleTask(RetryPolicy{});
+  later.run_at_us = 5000;
+  EXPECT_EQ(NewRecord(later, 6, 1000).next_attempt_us, 5000);
+  later.run_at_us = 500;  // already past
+  EXPECT_EQ(NewRecord(later, 7, 1000).next_attempt_us, 0);
+}
+
+TEST(TransitionsTest, ClaimCountsTheAttempt) {
+  auto record = NewRecord(SampleTask(RetryPolicy{}), 1, 0);
+  Claim(&record, 10);
+  EXPECT_EQ(record.status, TaskStatus::kRunning);
+  EXPECT_EQ(record.attempts, 1u);
+  EXPECT_FALSE(IsQueued(record));
+}
+
+TEST(TransitionsTest, FailuresRetryWithExponentialBackoffThenFail) {
+  auto policy = RetryPolicy::Exponential(3, Duration(100), Duration(1000));
+  auto record = NewRecord(SampleTask(policy), 1, 0);
+  Outcome failed{9, 0, Status::Aborted("boom"), false};
+
+  Claim(&record, 0);
+  failed.attempt = 1;
+  ASSERT_TRUE(OutcomeMatches(record, failed));
+  Settle(&record, failed, 1000, 0.5);
+  EXPECT_EQ(record.status, TaskStatus::kRetryScheduled);
+  EXPECT_EQ(record.next_attempt_us, 1100);
+  EXPECT_EQ(record.last_error, "boom");
+
+  Claim(&record, 1100);
+  failed.attempt = 2;
+  Settle(&record, failed, 2000, 0.5);
+  EXPECT_EQ(record.next_attempt_us, 2200);
+
+  Claim(&record, 2200);
+  failed.attempt = 3;
+  Settle(&record, failed, 3000, 0.5);
+  EXPECT_EQ(record.status, TaskStatus::kFailed);
+  EXPECT_EQ(record.attempts, 3u);
+  ASSERT_EQ(record.failures.size(), 3u);
+  EXPECT_EQ(record.failures[2].attempt, 3u);
+}
+
+TEST(TransitionsTest, PermanentFailuresAndNonePolicyNeverRetry) {
+  auto record = NewRecord(SampleTask(RetryPolicy{}), 1, 0);
+  Claim(&record, 0);
+  Settle(&record, Outcome{9, 1, Status::NotFound("no handler"), true}, 1, 0);
+  EXPECT_EQ(record.status, TaskStatus::kFailed);
+
+  auto once = NewRecord(SampleTask(RetryPolicy::None()), 1, 0);
+  EXPECT_EQ(once.max_attempts, 1u);
+  Claim(&once, 0);
+  Settle(&once, Outcome{9, 1, Status::Aborted("x"), false}, 1, 0);
+  EXPECT_EQ(once.status, TaskStatus::kFailed);
+}
+
+TEST(TransitionsTest, SuccessClearsLastErrorButKeepsHistory) {
+  auto record = NewRecord(SampleTask(RetryPolicy::Fixed(2, Duration(0))), 1, 0);
+  Claim(&record, 0);
+  Settle(&record, Outcome{9, 1, Status::Aborted("x"), false}, 1, 0);
+  EXPECT_EQ(record.status, TaskStatus::kRetryScheduled);
+  EXPECT_EQ(record.next_attempt_us, 0) << "zero delay: ready at once";
+  Claim(&record, 2);
+  Settle(&record, Outcome{9, 2, Status::OK(), false}, 3, 0);
+  EXPECT_EQ(record.status, TaskStatus::kSucceeded);
+  EXPECT_TRUE(record.last_error.empty());
+  EXPECT_EQ(record.failures.size(), 1u);
+}
+
+TEST(TransitionsTest, StaleOutcomesDoNotMatch) {
+  auto record = NewRecord(SampleTask(RetryPolicy{}), 1, 0);
+  Claim(&record, 0);
+  EXPECT_FALSE(OutcomeMatches(record, Outcome{9, 2, Status::OK(), false}));
+  Settle(&record, Outcome{9, 1, Status::OK(), false}, 1, 0);
+  EXPECT_FALSE(OutcomeMatches(record, Outcome{9, 1, Status::OK(), false}));
+}
+
+TEST(TransitionsTest, InterruptedAttemptsCountAndEventuallyFail) {
+  auto record = NewRecord(
+      SampleTask(RetryPolicy::Exponential(2, Duration(50), Duration(50))), 1,
+      0);
+  Claim(&record, 0);
+  Interrupt(&record, 100, 0.0);
+  EXPECT_EQ(record.status, TaskStatus::kRetryScheduled);
+  EXPECT_EQ(record.next_attempt_us, 150);
+  EXPECT_EQ(record.last_error, kInterruptedError);
+  Claim(&record, 150);
+  Interrupt(&record, 200, 0.0);
+  EXPECT_EQ(record.status, TaskStatus::kFailed);
+  EXPECT_EQ(record.attempts, 2u);
+}
+
+TEST(RetryPolicyTest, DelaysAndValidation) {
+  auto exp = RetryPolicy::Exponential(10, Duration(100), Duration(1000), 0.0);
+  EXPECT_EQ(exp.DelayAfter(1, 0).count(), 100);
+  EXPECT_EQ(exp.DelayAfter(2, 0).count(), 200);
+  EXPECT_EQ(exp.DelayAfter(4, 0).count(), 800);
+  EXPECT_EQ(exp.DelayAfter(5, 0).count(), 1000);
+  EXPECT_EQ(exp.DelayAfter(500, 0).count(), 1000);
+  auto jitter =
+      RetryPolicy::Exponential(10, Duration(1000), Duration(100000), 0.2);
+  EXPECT_EQ(jitter.DelayAfter(1, 0.0).count(), 800);
+  EXPECT_EQ(jitter.DelayAfter(1, 0.5).count(), 1000);
+  EXPECT_LT(jitter.DelayAfter(1, 0.999999).count(), 1200);
+  EXPECT_TRUE(exp.Validate().ok());
+  RetryPolicy bad = exp;
+  bad.max_attempts = 0;
+  EXPECT_TRUE(bad.Validate().IsInvalidArgument());
+  bad = exp;
+  bad.max_delay = Duration(10);
+  EXPECT_TRUE(bad.Validate().IsInvalidArgument());
+  bad = exp;
+  bad.jitter = 1.5;
+  EXPECT_TRUE(bad.Validate().IsInvalidArgument());
+  bad = exp;
+  bad.initial_delay = Duration(-1);
+  EXPECT_TRUE(bad.Validate().IsInvalidArgument());
+}
+
+}  // namespace
+}  // namespace spool::actors

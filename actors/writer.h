@@ -1,0 +1,44 @@
+// The writer: the only actor that changes storage.
+//
+// Group commit: every command waiting in the writer's mailbox is applied to
+// one WriteTxn as it arrives; a commit marker the writer sends itself on the
+// first command of a batch reaches it after all of them, and then the batch
+// is committed as one WriteBatch with one sync. Only then are the callers
+// answered and the scheduler told what changed. Under load a batch is every
+// command that arrived during the previous sync.
+
+#ifndef SPOOL_ACTORS_WRITER_H_
+#define SPOOL_ACTORS_WRITER_H_
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+
+#include <spool/clock.h>
+
+#include "actors/actors.h"
+
+namespace caf {
+class actor_system;
+}
+#include "storage/task_store.h"
+
+namespace spool::actors {
+
+struct WriterConfig {
+  // Not owned; outlives the writer.
+  storage::TaskStore* store = nullptr;
+  std::shared_ptr<Clock> clock;
+  // The most commands in one batch.
+  size_t max_batch = 1024;
+  // Test hook: runs on the writer's thread before each commit.
+  std::function<void()> before_commit;
+};
+
+// Spawns the writer on a thread of its own (detached): a commit waits for
+// fsync, which must not stall the actor scheduler's shared threads.
+writer_actor SpawnWriter(caf::actor_system& system, WriterConfig config);
+
+}  // namespace spool::actors
+
+#endif  // SPOOL_ACTORS_WRITER_H_

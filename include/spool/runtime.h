@@ -1,0 +1,112 @@
+// Runtime: a durable task queue embedded in the application.
+//
+// An application opens a runtime on a storage directory, registers one
+// handler per task type, starts it, and enqueues tasks. Each enqueued task is
+// on disk before its ticket says it is stored; a handler runs it with bounded
+// concurrency; a failed attempt is retried with backoff; a crash interrupts
+// nothing for good: at the next open the interrupted attempts are counted and
+// the tasks rescheduled.
+//
+//   std::unique_ptr<spool::Runtime> runtime;
+//   spool::Status s = spool::Runtime::Open(options, &runtime);
+//   s = runtime->RegisterHandler("email", [](spool::TaskContext& task) {
+//     return Send(task.payload());
+//   });
+//   s = runtime->Start();
+//   spool::Ticket ticket = runtime->Enqueue("email", "to=...");
+//   ticket.stored.Then([](const spool::Result<spool::TaskId>& stored) { ... });
+//
+// Thread safety: every method may be called from any thread, concurrently.
+// No method blocks the caller except Open (which does the start-up disk work)
+// and the destructor (which closes). Everything else returns at once: a
+// Status for what is decided on the spot, a Future for what needs storage.
+
+#ifndef SPOOL_INCLUDE_RUNTIME_H_
+#define SPOOL_INCLUDE_RUNTIME_H_
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <spool/future.h>
+#include <spool/handler.h>
+#include <spool/options.h>
+#include <spool/status.h>
+#include <spool/task.h>
+
+namespace spool {
+
+class Runtime {
+ public:
+  // Opens the storage at options.path (creating it when missing), records
+  // the attempts that a crash interrupted and reschedules those tasks. On
+  // success stores the runtime in *runtime; the caller owns it.
+  //
+  // Blocks the calling thread for the disk work. Returns InvalidArgument for
+  // bad options, Busy when another process holds the directory, NotSupported
+  // when a newer spool wrote it, IOError or Corruption when it cannot be
+  // read.
+  static Status Open(const Options& options, std::unique_ptr<Runtime>* runtime);
+
+  Runtime() = default;
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  // Closes the runtime if Close was not called (see Close), and waits for it.
+  virtual ~Runtime() = default;
+
+  // Registers the handler for tasks of `type`, with the retry policy used by
+  // tasks that set none.
+  //
+  // REQUIRES: called before Start. Returns FailedPrecondition after Start or
+  // for a type that already has a handler, InvalidArgument for an empty or
+  // oversized type or an invalid retry policy.
+  virtual Status RegisterHandler(std::string_view type, Handler handler,
+                                 HandlerOptions options = {}) = 0;
+
+  // Starts running tasks. Tasks may be enqueued before Start; they wait.
+  // Returns FailedPrecondition when already started, Closed after Close.
+  virtual Status Start() = 0;
+
+  // Enqueues one task and returns at once. ticket.id is assigned on the spot;
+  // ticket.stored resolves once the task is durable, or with the reason it
+  // was not stored: InvalidArgument (empty or oversized type or payload,
+  // invalid options), NotFound (a type with no registered handler), Closed,
+  // or the storage error.
+  virtual Ticket Enqueue(TaskSpec task) = 0;
+
+  Ticket Enqueue(std::string type, std::string payload,
+                 EnqueueOptions options = {}) {
+    return Enqueue(
+        TaskSpec{std::move(type), std::move(payload), std::move(options)});
+  }
+
+  // Enqueues several tasks atomically: all are stored, or none. Validation
+  // errors name the offending task by index.
+  virtual BatchTicket EnqueueBatch(std::vector<TaskSpec> tasks) = 0;
+
+  // The task as stored now. NotFound for an unknown id; Corruption when its
+  // record fails verification.
+  virtual Future<TaskInfo> GetTask(TaskId id) = 0;
+
+  // Task counts by status, from one snapshot.
+  virtual Future<StatusCounts> CountByStatus() = 0;
+
+  // Resolves once every task enqueued before the call is stored and no task
+  // is ready, being claimed, or running. Tasks waiting for a later time do
+  // not count. Returns FailedPrecondition before Start.
+  virtual Future<void> Drain() = 0;
+
+  // Stops taking calls (later calls fail with Closed), lets running handlers
+  // finish for up to Options::close_timeout, records their outcomes, flushes
+  // and closes the storage. Resolves with OK, or TimedOut when handlers were
+  // still running at the timeout: their tasks stay `running` on disk and are
+  // recovered at the next open. Idempotent: later calls return the same
+  // future. Must not be waited on from a handler.
+  virtual Future<void> Close() = 0;
+};
+
+}  // namespace spool
+
+#endif  // SPOOL_INCLUDE_RUNTIME_H_

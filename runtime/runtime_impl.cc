@@ -1,0 +1,470 @@
+#include "runtime/runtime_impl.h"
+
+#include <chrono>
+
+#include <caf/all.hpp>
+#include <spdlog/spdlog.h>
+
+#include "actors/reader.h"
+#include "actors/recovery.h"
+#include "actors/scheduler.h"
+#include "actors/worker.h"
+#include "actors/writer.h"
+#include "runtime/logging.h"
+#include "storage/task_record_generated.h"
+
+namespace spool {
+namespace {
+
+using actors::Completion;
+
+constexpr Duration kMaxDelay = std::chrono::hours(24 * 365);
+
+Status ClosedError() { return Status::Closed("the runtime is closed"); }
+
+template <class T>
+Future<T> Failed(const Status& status,
+                 const std::shared_ptr<Executor>& executor) {
+  return MakeReadyFuture<T>(Result<T>(status), executor);
+}
+
+// Waits for a command sent to an actor whose completion sets `promise`.
+Status Await(const Promise<void>& promise) {
+  return promise.GetFuture().Wait().status();
+}
+
+// CAF 0.17 keeps a reference to the actor system's logger in a thread-local
+// of every thread that spawns an actor, and the system's destructor waits
+// for the logger to go. Threads of the application that spawn (Open, Start)
+// drop theirs afterwards, or closing would wait for them to exit.
+class ForgetActorSystemOnExit {
+ public:
+  ~ForgetActorSystemOnExit() { caf::logger::set_current_actor_system(nullptr); }
+};
+
+// Actor systems whose workers were still running handlers at close. Their
+// threads cannot be stopped, and destroying the system would wait for them,
+// so they are kept, deliberately, until the process exits.
+void Abandon(std::unique_ptr<caf::actor_system> system,
+             std::unique_ptr<caf::actor_system_config> config) {
+  static std::mutex mutex;
+  static auto* abandoned =
+      new std::vector<std::pair<caf::actor_system*, caf::actor_system_config*>>;
+  std::lock_guard<std::mutex> lock(mutex);
+  abandoned->emplace_back(system.release(), config.release());
+}
+
+}  // namespace
+
+Status Runtime::Open(const Options& options,
+                     std::unique_ptr<Runtime>* runtime) {
+  return RuntimeImpl::Open(options, TestHooks{}, runtime);
+}
+
+Status OpenWithHooks(const Options& options, TestHooks hooks,
+                     std::unique_ptr<Runtime>* runtime) {
+  return RuntimeImpl::Open(options, std::move(hooks), runtime);
+}
+
+RuntimeImpl::CallGuard::CallGuard(RuntimeImpl* runtime) : runtime_(runtime) {
+  // Sequentially consistent on both sides: either Close sees this call in
+  // flight, or this call sees the runtime closed.
+  runtime_->calls_in_flight_.fetch_add(1);
+  closed_ = runtime_->closed_.load();
+}
+
+RuntimeImpl::CallGuard::~CallGuard() {
+  runtime_->calls_in_flight_.fetch_sub(1);
+}
+
+RuntimeImpl::RuntimeImpl(const Options& options, TestHooks hooks)
+    : options_(options),
+      hooks_(std::move(hooks)),
+      registry_(std::make_shared<actors::HandlerRegistry>()) {}
+
+Status RuntimeImpl::Open(const Options& options, TestHooks hooks,
+                         std::unique_ptr<Runtime>* runtime) {
+  Status s = options.Validate();
+  if (!s.ok()) return s;
+  std::unique_ptr<RuntimeImpl> impl(new RuntimeImpl(options, std::move(hooks)));
+  s = impl->OpenInternal();
+  if (!s.ok()) return s;
+  *runtime = std::move(impl);
+  return Status::OK();
+}
+
+Status RuntimeImpl::OpenInternal() {
+  ForgetActorSystemOnExit forget;
+  SetLogLevel(options_.log_level);
+  clock_ = options_.clock ? options_.clock : SystemClock();
+  executor_ = options_.callback_executor;
+  if (!executor_) {
+    own_executor_ = std::make_shared<ThreadExecutor>();
+    executor_ = own_executor_;
+  }
+
+  storage::StoreOptions store_options;
+  store_options.path = options_.path;
+  store_options.durability = options_.durability;
+  store_options.env = hooks_.env;
+  Status s = storage::TaskStore::Open(store_options, &store_);
+  if (!s.ok()) return s;
+  next_id_ = store_->reserved_ids();
+
+  actor_config_ = std::make_unique<caf::actor_system_config>();
+  actor_config_->set("scheduler.max-threads",
+                     static_cast<size_t>(options_.scheduler_threads));
+  actor_system_ = std::make_unique<caf::actor_system>(*actor_config_);
+
+  actors::WriterConfig writer_config;
+  writer_config.store = store_.get();
+  writer_config.clock = clock_;
+  writer_config.max_batch = options_.writer_max_batch;
+  writer_config.before_commit = hooks_.before_commit;
+  writer_ = actors::SpawnWriter(*actor_system_, std::move(writer_config));
+
+  Promise<actors::RecoveryResult> recovered;
+  auto recovery = actors::SpawnRecovery(*actor_system_, store_.get(), writer_);
+  caf::anon_send(recovery, actors::recover_atom::value,
+                 actors::RecoveryJob{
+                     [recovered](const Result<actors::RecoveryResult>& result) {
+                       recovered.Set(result);
+                     }});
+  const Result<actors::RecoveryResult>& recovery_result =
+      recovered.GetFuture().Wait();
+  if (!recovery_result.ok()) {
+    caf::anon_send_exit(writer_, caf::exit_reason::user_shutdown);
+    writer_ = nullptr;
+    recovery = nullptr;
+    actor_system_.reset();
+    store_.reset();
+    return recovery_result.status();
+  }
+  if (recovery_result->interrupted > 0) {
+    Logger()->warn("recovered {} task(s) interrupted by a crash in {}",
+                   recovery_result->interrupted, options_.path);
+  }
+
+  actors::SchedulerConfig scheduler_config;
+  scheduler_config.writer = writer_;
+  scheduler_config.clock = clock_;
+  scheduler_config.initial = recovery_result->queue;
+  scheduler_ =
+      actors::SpawnScheduler(*actor_system_, std::move(scheduler_config));
+  caf::anon_send(writer_, actors::attach_atom::value, scheduler_);
+
+  actors::ReaderPoolConfig reader_config;
+  reader_config.store = store_.get();
+  reader_config.readers = static_cast<uint32_t>(options_.readers);
+  readers_ = actors::SpawnReaderPool(*actor_system_, reader_config);
+
+  actors::scheduler_actor scheduler = scheduler_;
+  clock_listener_ = clock_->AddListener(
+      [scheduler] { caf::anon_send(scheduler, actors::tick_atom::value); });
+  return Status::OK();
+}
+
+RuntimeImpl::~RuntimeImpl() {
+  Close().Wait();
+  if (closer_.joinable()) closer_.join();
+}
+
+Status RuntimeImpl::RegisterHandler(std::string_view type, Handler handler,
+                                    HandlerOptions options) {
+  CallGuard guard(this);
+  if (guard.closed()) return ClosedError();
+  if (type.empty())
+    return Status::InvalidArgument("task type must not be empty");
+  if (type.size() > options_.max_type_bytes) {
+    return Status::InvalidArgument(
+        "task type is " + std::to_string(type.size()) +
+        " bytes; the limit is " + std::to_string(options_.max_type_bytes));
+  }
+  if (!handler) {
+    return Status::InvalidArgument("the handler for task type '" +
+                                   std::string(type) + "' is empty");
+  }
+  Status s = options.retry.Validate();
+  if (!s.ok()) {
+    return s.WithContext("handler for task type '" + std::string(type) + "'");
+  }
+  std::lock_guard<std::mutex> lock(registry_mutex_);
+  if (started_) {
+    return Status::FailedPrecondition(
+        "handlers must be registered before Start (task type '" +
+        std::string(type) + "')");
+  }
+  if (registry_->count(std::string(type)) != 0) {
+    return Status::FailedPrecondition("task type '" + std::string(type) +
+                                      "' already has a handler");
+  }
+  auto next = std::make_shared<actors::HandlerRegistry>(*registry_);
+  next->emplace(std::string(type),
+                actors::RegisteredHandler{std::move(handler), options});
+  std::atomic_store(&registry_,
+                    std::shared_ptr<const actors::HandlerRegistry>(next));
+  return Status::OK();
+}
+
+Status RuntimeImpl::Start() {
+  CallGuard guard(this);
+  if (guard.closed()) return ClosedError();
+  ForgetActorSystemOnExit forget;
+  std::lock_guard<std::mutex> lock(registry_mutex_);
+  if (started_)
+    return Status::FailedPrecondition("the runtime is already started");
+  started_ = true;
+  auto registry = std::atomic_load(&registry_);
+  for (int i = 0; i < options_.workers; ++i) {
+    workers_.push_back(actors::SpawnWorker(
+        *actor_system_, static_cast<uint32_t>(i), scheduler_, registry));
+  }
+  caf::anon_send(scheduler_, actors::start_atom::value, workers_);
+  return Status::OK();
+}
+
+Result<actors::NewTask> RuntimeImpl::Prepare(TaskSpec& task,
+                                             const std::string& what,
+                                             int64_t now_us) {
+  auto invalid = [&what](const std::string& why) {
+    return Status::InvalidArgument(what + ": " + why);
+  };
+  if (task.type.empty()) return invalid("type must not be empty");
+  if (task.type.size() > options_.max_type_bytes) {
+    return invalid("type is " + std::to_string(task.type.size()) +
+                   " bytes; the limit is " +
+                   std::to_string(options_.max_type_bytes));
+  }
+  if (task.payload.size() > options_.max_payload_bytes) {
+    return invalid("payload is " + std::to_string(task.payload.size()) +
+                   " bytes; the limit is " +
+                   std::to_string(options_.max_payload_bytes) +
+                   " (storage.max_payload_bytes)");
+  }
+  auto registry = std::atomic_load(&registry_);
+  auto handler = registry->find(task.type);
+  if (handler == registry->end()) {
+    std::string known;
+    for (const auto& [name, entry] : *registry) {
+      known += known.empty() ? "" : ", ";
+      known += name;
+    }
+    return Status::NotFound(
+        what + ": no handler is registered for task type '" + task.type +
+        "' (registered: " + (known.empty() ? "none" : known) + ")");
+  }
+  const EnqueueOptions& options = task.options;
+  RetryPolicy retry =
+      options.retry ? *options.retry : handler->second.options.retry;
+  Status s = retry.Validate();
+  if (!s.ok()) return s.WithContext(what);
+  if (options.delay < Duration(0) || options.delay > kMaxDelay) {
+    return invalid("delay must be between 0 and 365 days, got " +
+                   std::to_string(options.delay.count()) + " us");
+  }
+
+  actors::NewTask out;
+  out.type = std::move(task.type);
+  out.payload = std::move(task.payload);
+  out.priority = options.priority;
+  out.retry = retry;
+  if (options.run_at) {
+    out.run_at_us = options.run_at->time_since_epoch().count();
+  } else if (options.delay.count() > 0) {
+    out.run_at_us = now_us + options.delay.count();
+  }
+  out.id = next_id_.fetch_add(1);
+  return out;
+}
+
+Ticket RuntimeImpl::Enqueue(TaskSpec task) {
+  CallGuard guard(this);
+  if (guard.closed())
+    return Ticket{0, Failed<TaskId>(ClosedError(), executor_)};
+  int64_t now = clock_->Now().time_since_epoch().count();
+  Result<actors::NewTask> prepared = Prepare(task, "task", now);
+  if (!prepared.ok())
+    return Ticket{0, Failed<TaskId>(prepared.status(), executor_)};
+
+  TaskId id = prepared->id;
+  auto promise = NewPromise<TaskId>();
+  actors::EnqueueCommand command;
+  command.tasks.push_back(std::move(prepared).value());
+  command.done = [promise, id](const Status& s) {
+    if (s.ok()) {
+      promise.Set(id);
+    } else {
+      promise.Set(s);
+    }
+  };
+  caf::anon_send(writer_, actors::enqueue_atom::value, std::move(command));
+  return Ticket{id, promise.GetFuture()};
+}
+
+BatchTicket RuntimeImpl::EnqueueBatch(std::vector<TaskSpec> tasks) {
+  using Ids = std::vector<TaskId>;
+  CallGuard guard(this);
+  if (guard.closed())
+    return BatchTicket{{}, Failed<Ids>(ClosedError(), executor_)};
+  if (tasks.empty())
+    return BatchTicket{{}, MakeReadyFuture<Ids>(Ids{}, executor_)};
+  int64_t now = clock_->Now().time_since_epoch().count();
+  actors::EnqueueCommand command;
+  command.tasks.reserve(tasks.size());
+  Ids ids;
+  ids.reserve(tasks.size());
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    Result<actors::NewTask> prepared =
+        Prepare(tasks[i], "task " + std::to_string(i) + " of the batch", now);
+    if (!prepared.ok()) {
+      return BatchTicket{{}, Failed<Ids>(prepared.status(), executor_)};
+    }
+    ids.push_back(prepared->id);
+    command.tasks.push_back(std::move(prepared).value());
+  }
+  auto promise = NewPromise<Ids>();
+  command.done = [promise, ids](const Status& s) {
+    if (s.ok()) {
+      promise.Set(ids);
+    } else {
+      promise.Set(s);
+    }
+  };
+  caf::anon_send(writer_, actors::enqueue_atom::value, std::move(command));
+  return BatchTicket{std::move(ids), promise.GetFuture()};
+}
+
+Future<TaskInfo> RuntimeImpl::GetTask(TaskId id) {
+  CallGuard guard(this);
+  if (guard.closed()) return Failed<TaskInfo>(ClosedError(), executor_);
+  auto promise = NewPromise<TaskInfo>();
+  actors::ReadJob job;
+  job.run = [promise, id](const storage::TaskStore::ReadView& view) {
+    std::string bytes;
+    Status s = view.GetRaw(id, &bytes);
+    const storage::fb::TaskRecord* table = nullptr;
+    if (s.ok()) s = storage::VerifyRecord(id, bytes, &table);
+    if (!s.ok()) {
+      promise.Set(s);
+      return;
+    }
+    TaskInfo info;
+    storage::FillTaskInfo(*table, &info);
+    promise.Set(std::move(info));
+  };
+  job.fail = [promise](const Status& s) { promise.Set(s); };
+  caf::anon_send(readers_, actors::read_atom::value, std::move(job));
+  return promise.GetFuture();
+}
+
+Future<StatusCounts> RuntimeImpl::CountByStatus() {
+  CallGuard guard(this);
+  if (guard.closed()) return Failed<StatusCounts>(ClosedError(), executor_);
+  auto promise = NewPromise<StatusCounts>();
+  actors::ReadJob job;
+  job.run = [promise](const storage::TaskStore::ReadView& view) {
+    StatusCounts counts;
+    Status s = view.CountByStatus(&counts.by_status);
+    if (!s.ok()) {
+      promise.Set(s);
+      return;
+    }
+    promise.Set(counts);
+  };
+  job.fail = [promise](const Status& s) { promise.Set(s); };
+  caf::anon_send(readers_, actors::read_atom::value, std::move(job));
+  return promise.GetFuture();
+}
+
+Future<void> RuntimeImpl::Drain() {
+  CallGuard guard(this);
+  if (guard.closed()) return Failed<void>(ClosedError(), executor_);
+  if (!started_) {
+    return Failed<void>(
+        Status::FailedPrecondition("Drain waits for tasks to run: call Start "
+                                   "first"),
+        executor_);
+  }
+  auto promise = NewPromise<void>();
+  actors::scheduler_actor scheduler = scheduler_;
+  // Through the writer first, so that tasks enqueued before this call are
+  // stored, and known to the scheduler, before it is asked.
+  Completion after_commit = [promise, scheduler](const Status&) {
+    Completion drained = [promise](const Status& s) {
+      promise.Set(Result<void>(s));
+    };
+    caf::anon_send(scheduler, actors::drain_atom::value, std::move(drained));
+  };
+  caf::anon_send(writer_, actors::barrier_atom::value, std::move(after_commit));
+  return promise.GetFuture();
+}
+
+Future<void> RuntimeImpl::Close() {
+  std::lock_guard<std::mutex> lock(close_mutex_);
+  if (close_future_) return *close_future_;
+  // Callbacks of the close future run inline: the callback executor is one of
+  // the things being shut down.
+  Promise<void> promise;
+  close_future_ = promise.GetFuture();
+  closer_ = std::thread([this, promise] { RunClose(promise); });
+  return *close_future_;
+}
+
+void RuntimeImpl::RunClose(Promise<void> promise) {
+  closed_ = true;
+  while (calls_in_flight_.load() != 0) std::this_thread::yield();
+
+  auto completion = [](const Promise<void>& p) {
+    return Completion([p](const Status& s) { p.Set(Result<void>(s)); });
+  };
+
+  Status result;
+  bool handlers_stuck = false;
+  Promise<void> stopped;
+  caf::anon_send(scheduler_, actors::stop_atom::value, completion(stopped));
+  if (!stopped.GetFuture().WaitFor(options_.close_timeout)) {
+    handlers_stuck = true;
+    result = Status::TimedOut(
+        "handlers were still running after " +
+        std::to_string(options_.close_timeout.count()) +
+        " ms; their tasks stay running and are recovered at the next open");
+    Logger()->warn("close: {}", result.message());
+  }
+  Promise<void> committed;
+  caf::anon_send(writer_, actors::barrier_atom::value, completion(committed));
+  Status s = Await(committed);
+  if (!s.ok() && result.ok()) result = s.WithContext("close");
+  Promise<void> readers_stopped;
+  caf::anon_send(readers_, actors::stop_atom::value,
+                 completion(readers_stopped));
+  s = Await(readers_stopped);
+  if (!s.ok() && result.ok()) result = s.WithContext("close");
+
+  clock_->RemoveListener(clock_listener_);
+  caf::anon_send_exit(scheduler_, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(writer_, caf::exit_reason::user_shutdown);
+  for (auto& worker : workers_) {
+    caf::anon_send_exit(worker, caf::exit_reason::user_shutdown);
+  }
+  // Detached actors' threads end only when the last handle is gone.
+  scheduler_ = nullptr;
+  writer_ = nullptr;
+  readers_ = nullptr;
+  workers_.clear();
+  if (handlers_stuck) {
+    Abandon(std::move(actor_system_), std::move(actor_config_));
+  } else {
+    actor_system_.reset();
+  }
+
+  if (options_.durability != Durability::kMemory) {
+    // Spares the next open a long log replay.
+    s = store_->Flush();
+    if (!s.ok() && result.ok()) result = s.WithContext("close");
+  }
+  store_.reset();
+  if (own_executor_) own_executor_->Shutdown();
+  promise.Set(Result<void>(result));
+}
+
+}  // namespace spool

@@ -1,0 +1,103 @@
+// The Runtime implementation: the public API on top of the actors.
+
+#ifndef SPOOL_RUNTIME_RUNTIME_IMPL_H_
+#define SPOOL_RUNTIME_RUNTIME_IMPL_H_
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include <spool/runtime.h>
+
+#include "actors/actors.h"
+#include "actors/handler_registry.h"
+#include "runtime/test_hooks.h"
+#include "runtime/thread_executor.h"
+#include "storage/task_store.h"
+
+namespace caf {
+class actor_system;
+class actor_system_config;
+}  // namespace caf
+
+namespace spool {
+
+class RuntimeImpl final : public Runtime {
+ public:
+  static Status Open(const Options& options, TestHooks hooks,
+                     std::unique_ptr<Runtime>* runtime);
+  ~RuntimeImpl() override;
+
+  Status RegisterHandler(std::string_view type, Handler handler,
+                         HandlerOptions options) override;
+  Status Start() override;
+  Ticket Enqueue(TaskSpec task) override;
+  BatchTicket EnqueueBatch(std::vector<TaskSpec> tasks) override;
+  Future<TaskInfo> GetTask(TaskId id) override;
+  Future<StatusCounts> CountByStatus() override;
+  Future<void> Drain() override;
+  Future<void> Close() override;
+
+ private:
+  // Counts a public call in flight, so that Close waits until every call
+  // that passed the closed check has sent its message.
+  class CallGuard {
+   public:
+    explicit CallGuard(RuntimeImpl* runtime);
+    ~CallGuard();
+    bool closed() const { return closed_; }
+
+   private:
+    RuntimeImpl* runtime_;
+    bool closed_;
+  };
+
+  RuntimeImpl(const Options& options, TestHooks hooks);
+  Status OpenInternal();
+  // Checks a task and turns it into a writer command. `what` names it in
+  // errors ("task" or "task 3").
+  Result<actors::NewTask> Prepare(TaskSpec& task, const std::string& what,
+                                  int64_t now_us);
+  template <class T>
+  Promise<T> NewPromise() const {
+    return Promise<T>(executor_);
+  }
+  void RunClose(Promise<void> promise);
+  Status ShutDownActors();
+
+  Options options_;
+  TestHooks hooks_;
+  std::shared_ptr<Clock> clock_;
+  std::shared_ptr<Executor> executor_;
+  // Set when the runtime made its own executor; shut down at close.
+  std::shared_ptr<ThreadExecutor> own_executor_;
+  std::unique_ptr<storage::TaskStore> store_;
+
+  std::unique_ptr<caf::actor_system_config> actor_config_;
+  std::unique_ptr<caf::actor_system> actor_system_;
+  actors::writer_actor writer_;
+  actors::scheduler_actor scheduler_;
+  actors::reader_pool_actor readers_;
+  std::vector<actors::worker_actor> workers_;
+  uint64_t clock_listener_ = 0;
+
+  std::atomic<uint64_t> next_id_{1};
+
+  std::mutex registry_mutex_;
+  // Copy on write before Start, frozen after.
+  std::shared_ptr<const actors::HandlerRegistry> registry_;
+  std::atomic<bool> started_{false};
+
+  std::atomic<bool> closed_{false};
+  std::atomic<int64_t> calls_in_flight_{0};
+  std::mutex close_mutex_;
+  std::optional<Future<void>> close_future_;
+  std::thread closer_;
+};
+
+}  // namespace spool
+
+#endif  // SPOOL_RUNTIME_RUNTIME_IMPL_H_
