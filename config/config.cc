@@ -22,7 +22,6 @@
 #include <string_view>
 #include <type_traits>
 #include <utility>
-#include <variant>
 #include <vector>
 
 #include <spool/config.h>
@@ -174,10 +173,26 @@ enum class ValueKind {
   kEnum,
 };
 
-// A value that passed its key's checks, in the form the key's setter takes:
-// the integer (kInteger), the index into choices (kEnum) or the string
-// (kString).
-using CheckedValue = std::variant<int64_t, std::string>;
+// A value that passed its key's checks, in the form the key's setter takes.
+// (A plain struct rather than a std::variant: GCC 12 reports a false
+// -Wmaybe-uninitialized for variant<..., std::string> in sanitizer builds.)
+struct CheckedValue {
+  // kInteger: the value. kEnum: the index into KeySpec::choices.
+  int64_t integer = 0;
+  // kString: the value.
+  std::string text;
+
+  static CheckedValue Integer(int64_t value) {
+    CheckedValue checked;
+    checked.integer = value;
+    return checked;
+  }
+  static CheckedValue Text(std::string_view value) {
+    CheckedValue checked;
+    checked.text = std::string(value);
+    return checked;
+  }
+};
 
 // One config key.
 struct KeySpec {
@@ -242,7 +257,7 @@ KeySpec IntegerKey(std::string_view section, std::string_view name,
   spec.min = kMin;
   spec.max = kMax;
   spec.set = [](Options* options, const CheckedValue& value) {
-    options->*kField = static_cast<Field>(std::get<int64_t>(value));
+    options->*kField = static_cast<Field>(value.integer);
   };
   spec.render = [](const Options& options) {
     return std::to_string(options.*kField);
@@ -269,7 +284,7 @@ KeySpec MillisecondsKey(std::string_view section, std::string_view name,
   spec.min = kMin;
   spec.max = kMax;
   spec.set = [](Options* options, const CheckedValue& value) {
-    options->*kField = Field(std::get<int64_t>(value));
+    options->*kField = Field(value.integer);
   };
   spec.render = [](const Options& options) {
     return std::to_string((options.*kField).count());
@@ -288,7 +303,7 @@ KeySpec StringKey(std::string_view section, std::string_view name,
   spec.name = name;
   spec.kind = ValueKind::kString;
   spec.set = [](Options* options, const CheckedValue& value) {
-    options->*kField = std::get<std::string>(value);
+    options->*kField = value.text;
   };
   spec.render = [](const Options& options) {
     return QuoteTomlString(options.*kField);
@@ -312,7 +327,7 @@ KeySpec EnumKey(std::string_view section, std::string_view name,
   spec.choices = {kNameOf(kValues)...};
   spec.set = [](Options* options, const CheckedValue& value) {
     static constexpr Enum kChoices[] = {kValues...};
-    options->*kField = kChoices[std::get<int64_t>(value)];
+    options->*kField = kChoices[value.integer];
   };
   spec.render = [](const Options& options) {
     return QuoteTomlString(kNameOf(options.*kField));
@@ -419,18 +434,19 @@ Status Mismatch(const KeySpec& spec, std::string_view got) {
 Result<CheckedValue> CheckInteger(const KeySpec& spec, int64_t value,
                                   std::string_view shown) {
   if (value < spec.min || value > spec.max) return Mismatch(spec, shown);
-  return CheckedValue(value);
+  return CheckedValue::Integer(value);
 }
 
 Result<CheckedValue> CheckString(const KeySpec& spec, std::string_view text) {
   if (spec.kind == ValueKind::kEnum) {
     for (size_t i = 0; i < spec.choices.size(); ++i) {
-      if (spec.choices[i] == text) return CheckedValue(static_cast<int64_t>(i));
+      if (spec.choices[i] == text)
+        return CheckedValue::Integer(static_cast<int64_t>(i));
     }
     return Mismatch(spec, QuoteForMessage(text));
   }
   if (text.empty()) return Mismatch(spec, "\"\"");
-  return CheckedValue(std::string(text));
+  return CheckedValue::Text(text);
 }
 
 // A TOML value as an error message shows it: strings quoted, other scalars
