@@ -746,15 +746,16 @@ Status ReadFile(const std::string& path, std::string* contents) {
   }
   contents->clear();
   char buffer[8192];
-  size_t read;
-  while ((read = std::fread(buffer, 1, sizeof(buffer), file.get())) > 0) {
+  while (true) {
+    size_t read = std::fread(buffer, 1, sizeof(buffer), file.get());
     contents->append(buffer, read);
+    if (read == sizeof(buffer)) continue;
+    if (std::ferror(file.get())) {
+      // E.g. EISDIR: fopen succeeds on a directory, the first read fails.
+      return Status::IOError(path + ": " + std::strerror(errno));
+    }
+    return Status::OK();  // End of file.
   }
-  if (std::ferror(file.get())) {
-    // E.g. EISDIR: fopen succeeds on a directory, the first read fails.
-    return Status::IOError(path + ": " + std::strerror(errno));
-  }
-  return Status::OK();
 }
 
 // ---------------------------------------------------------------------------
