@@ -1,0 +1,882 @@
+// The configuration layer: a registry of config keys, and the code that checks
+// TOML values and command-line overrides against it.
+//
+// Every config key is one row of the registry (Registry() below): its
+// section, name, value kind, allowed values, setter, renderer and a one-line
+// doc. Parsing, overrides, error messages, suggestions and DescribeOptions
+// are all driven by that table, so adding a key is adding a row (and its
+// documentation in config/spool.toml, which a test enforces).
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include <spool/config.h>
+
+#include <toml++/toml.h>
+
+namespace spool {
+namespace {
+
+// The source name used in messages about --set / ApplyOverride values.
+constexpr std::string_view kOverrideSource = "override";
+
+// Long strings are cut to this many bytes when quoted back in a message.
+constexpr size_t kMaxQuotedBytes = 64;
+
+// A "did you mean" suggestion is offered up to this edit distance.
+constexpr size_t kMaxSuggestionDistance = 2;
+
+// ---------------------------------------------------------------------------
+// Small string helpers.
+
+// `text` as a TOML basic string: in double quotes, with '"', '\' and control
+// characters escaped. Bytes >= 0x80 are copied unchanged, so valid UTF-8 in
+// gives valid TOML out.
+std::string QuoteTomlString(std::string_view text) {
+  std::string out = "\"";
+  for (char c : text) {
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+          char escaped[8];
+          std::snprintf(escaped, sizeof(escaped), "\\u%04X",
+                        static_cast<unsigned>(static_cast<unsigned char>(c)));
+          out += escaped;
+        } else {
+          out += c;
+        }
+    }
+  }
+  out += '"';
+  return out;
+}
+
+// `text` quoted for an error message, shortened when long so that a stray
+// megabyte string does not become a megabyte message.
+std::string QuoteForMessage(std::string_view text) {
+  if (text.size() <= kMaxQuotedBytes) return QuoteTomlString(text);
+  return QuoteTomlString(text.substr(0, kMaxQuotedBytes)) + "...";
+}
+
+// A key as messages show it: bare when TOML allows it bare (letters, digits,
+// '_' and '-'), else quoted, so that a quoted key holding a newline or a
+// quote cannot garble the message.
+std::string KeyForMessage(std::string_view key) {
+  auto is_bare = [](char c) {
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+           (c >= '0' && c <= '9') || c == '_' || c == '-';
+  };
+  if (!key.empty() && std::all_of(key.begin(), key.end(), is_bare)) {
+    return std::string(key);
+  }
+  return QuoteForMessage(key);
+}
+
+// "section.name" as messages show it.
+std::string KeyForMessage(std::string_view section, std::string_view name) {
+  return KeyForMessage(section) + "." + KeyForMessage(name);
+}
+
+// The Levenshtein distance between `a` and `b`. Only used on key names, which
+// are short.
+size_t EditDistance(std::string_view a, std::string_view b) {
+  std::vector<size_t> previous(b.size() + 1);
+  std::vector<size_t> current(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) previous[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    current[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t substitution = previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1);
+      current[j] =
+          std::min({previous[j] + 1, current[j - 1] + 1, substitution});
+    }
+    std::swap(previous, current);
+  }
+  return previous[b.size()];
+}
+
+// Parses a whole decimal integer: an optional sign, then digits, with single
+// '_' allowed between digits as in TOML. Returns nullopt for anything else,
+// including values outside int64_t.
+std::optional<int64_t> ParseIntegerText(std::string_view text) {
+  std::string digits;
+  size_t i = 0;
+  if (!text.empty() && (text[0] == '+' || text[0] == '-')) {
+    if (text[0] == '-') digits += '-';
+    i = 1;
+  }
+  bool previous_was_digit = false;
+  for (; i < text.size(); ++i) {
+    char c = text[i];
+    if (c >= '0' && c <= '9') {
+      digits += c;
+      previous_was_digit = true;
+    } else if (c == '_' && previous_was_digit && i + 1 < text.size()) {
+      previous_was_digit = false;  // "1__0" and "1_" are rejected.
+    } else {
+      return std::nullopt;
+    }
+  }
+  if (!previous_was_digit) return std::nullopt;
+  int64_t value = 0;
+  const char* end = digits.data() + digits.size();
+  auto [ptr, error] = std::from_chars(digits.data(), end, value);
+  if (error != std::errc() || ptr != end) return std::nullopt;
+  return value;
+}
+
+// ---------------------------------------------------------------------------
+// The key registry.
+
+// How a key's value is written and checked.
+enum class ValueKind {
+  // A TOML integer within [KeySpec::min, KeySpec::max].
+  kInteger,
+  // A non-empty TOML string. (Add a kind if a key ever allows "".)
+  kString,
+  // A TOML string naming one of KeySpec::choices.
+  kEnum,
+};
+
+// A value that passed its key's checks, in the form the key's setter takes.
+// (A plain struct rather than a std::variant: GCC 12 reports a false
+// -Wmaybe-uninitialized for variant<..., std::string> in sanitizer builds.)
+struct CheckedValue {
+  // kInteger: the value. kEnum: the index into KeySpec::choices.
+  int64_t integer = 0;
+  // kString: the value.
+  std::string text;
+
+  static CheckedValue Integer(int64_t value) {
+    CheckedValue checked;
+    checked.integer = value;
+    return checked;
+  }
+  static CheckedValue Text(std::string_view value) {
+    CheckedValue checked;
+    checked.text = std::string(value);
+    return checked;
+  }
+};
+
+// One config key.
+struct KeySpec {
+  std::string_view section;
+  std::string_view name;
+  ValueKind kind = ValueKind::kInteger;
+  // kInteger only: the inclusive range.
+  int64_t min = 0;
+  int64_t max = 0;
+  // kEnum only: the allowed names, in the order the setter indexes them.
+  std::vector<std::string_view> choices;
+  // Stores a checked value into its Options field.
+  void (*set)(Options* options, const CheckedValue& value) = nullptr;
+  // The field's current value as a TOML literal.
+  std::string (*render)(const Options& options) = nullptr;
+  // One line for DescribeOptions; config/spool.toml has the full story.
+  std::string_view doc;
+
+  // "section.name", as messages and overrides spell the key.
+  std::string FullName() const {
+    return std::string(section) + "." + std::string(name);
+  }
+};
+
+// FieldType<&Options::x> is the type of Options::x.
+template <class MemberPointer>
+struct MemberPointerTraits;
+template <class T>
+struct MemberPointerTraits<T Options::*> {
+  using Type = T;
+};
+template <auto kField>
+using FieldType = typename MemberPointerTraits<decltype(kField)>::Type;
+
+// Whether `value` fits in the integer type Int without changing.
+template <class Int>
+constexpr bool FitsIn(int64_t value) {
+  if constexpr (std::is_unsigned_v<Int>) {
+    return value >= 0 &&
+           static_cast<uint64_t>(value) <= std::numeric_limits<Int>::max();
+  } else {
+    return value >= std::numeric_limits<Int>::min() &&
+           value <= std::numeric_limits<Int>::max();
+  }
+}
+
+// An integer key stored in an integer field. The range is checked against the
+// field's type at compile time, so the setter's cast can never wrap (this is
+// what keeps a negative value out of a size_t field).
+template <auto kField, int64_t kMin, int64_t kMax>
+KeySpec IntegerKey(std::string_view section, std::string_view name,
+                   std::string_view doc) {
+  using Field = FieldType<kField>;
+  static_assert(std::is_integral_v<Field> && !std::is_same_v<Field, bool>);
+  static_assert(kMin <= kMax, "empty range");
+  static_assert(FitsIn<Field>(kMin) && FitsIn<Field>(kMax),
+                "the range must fit the field's type");
+  KeySpec spec;
+  spec.section = section;
+  spec.name = name;
+  spec.kind = ValueKind::kInteger;
+  spec.min = kMin;
+  spec.max = kMax;
+  spec.set = [](Options* options, const CheckedValue& value) {
+    options->*kField = static_cast<Field>(value.integer);
+  };
+  spec.render = [](const Options& options) {
+    return std::to_string(options.*kField);
+  };
+  spec.doc = doc;
+  return spec;
+}
+
+// An integer key, in milliseconds, stored in a std::chrono::milliseconds
+// field.
+template <auto kField, int64_t kMin, int64_t kMax>
+KeySpec MillisecondsKey(std::string_view section, std::string_view name,
+                        std::string_view doc) {
+  using Field = FieldType<kField>;
+  static_assert(std::is_same_v<Field, std::chrono::milliseconds>);
+  static_assert(kMin <= kMax, "empty range");
+  static_assert(
+      FitsIn<typename Field::rep>(kMin) && FitsIn<typename Field::rep>(kMax),
+      "the range must fit the field's type");
+  KeySpec spec;
+  spec.section = section;
+  spec.name = name;
+  spec.kind = ValueKind::kInteger;
+  spec.min = kMin;
+  spec.max = kMax;
+  spec.set = [](Options* options, const CheckedValue& value) {
+    options->*kField = Field(value.integer);
+  };
+  spec.render = [](const Options& options) {
+    return std::to_string((options.*kField).count());
+  };
+  spec.doc = doc;
+  return spec;
+}
+
+// A non-empty string key stored in a std::string field.
+template <auto kField>
+KeySpec StringKey(std::string_view section, std::string_view name,
+                  std::string_view doc) {
+  static_assert(std::is_same_v<FieldType<kField>, std::string>);
+  KeySpec spec;
+  spec.section = section;
+  spec.name = name;
+  spec.kind = ValueKind::kString;
+  spec.set = [](Options* options, const CheckedValue& value) {
+    options->*kField = value.text;
+  };
+  spec.render = [](const Options& options) {
+    return QuoteTomlString(options.*kField);
+  };
+  spec.doc = doc;
+  return spec;
+}
+
+// An enum key: a string naming one of kValues, spelled as kNameOf spells it
+// (so the config file and the rest of spool agree on every name).
+template <auto kField, auto kNameOf, auto... kValues>
+KeySpec EnumKey(std::string_view section, std::string_view name,
+                std::string_view doc) {
+  using Enum = FieldType<kField>;
+  static_assert(std::is_enum_v<Enum>);
+  static_assert((std::is_same_v<decltype(kValues), Enum> && ...));
+  KeySpec spec;
+  spec.section = section;
+  spec.name = name;
+  spec.kind = ValueKind::kEnum;
+  spec.choices = {kNameOf(kValues)...};
+  spec.set = [](Options* options, const CheckedValue& value) {
+    static constexpr Enum kChoices[] = {kValues...};
+    options->*kField = kChoices[value.integer];
+  };
+  spec.render = [](const Options& options) {
+    return QuoteTomlString(kNameOf(options.*kField));
+  };
+  spec.doc = doc;
+  return spec;
+}
+
+// Every config key, in the order DescribeOptions prints them. The keys of one
+// section must be adjacent. The integer ranges repeat Options::Validate()'s
+// (a test holds them together); checking them here lets the error name the
+// file and line.
+const std::vector<KeySpec>& Registry() {
+  static const auto* const kRegistry = new std::vector<KeySpec>{
+      StringKey<&Options::path>("storage", "path",
+                                "The storage directory; created when missing."),
+      EnumKey<&Options::durability, DurabilityName, Durability::kSync,
+              Durability::kRelaxed, Durability::kMemory>(
+          "storage", "durability", "When a write counts as stored."),
+      IntegerKey<&Options::max_payload_bytes, 1, int64_t{1} << 30>(
+          "storage", "max_payload_bytes",
+          "The largest payload Enqueue accepts, in bytes."),
+      IntegerKey<&Options::max_type_bytes, 1, 4096>(
+          "storage", "max_type_bytes", "The longest task type name, in bytes."),
+      IntegerKey<&Options::readers, 1, 256>("runtime", "readers",
+                                            "Reader actors answering queries."),
+      IntegerKey<&Options::workers, 1, 4096>(
+          "runtime", "workers",
+          "Worker actors running handlers: the global concurrency limit."),
+      IntegerKey<&Options::scheduler_threads, 1, 256>(
+          "runtime", "scheduler_threads",
+          "Threads of the actor scheduler for the non-blocking actors."),
+      // Capped at a day: longer is surely a mistake, and a huge value would
+      // overflow a steady_clock deadline computed from it.
+      MillisecondsKey<&Options::close_timeout, 0, 86'400'000>(
+          "runtime", "close_timeout_ms",
+          "How long Close waits for running handlers, in milliseconds."),
+      IntegerKey<&Options::writer_max_batch, 1, 1'000'000>(
+          "writer", "max_batch",
+          "The most commands folded into one write batch and one sync."),
+      EnumKey<&Options::log_level, LogLevelName, LogLevel::kTrace,
+              LogLevel::kDebug, LogLevel::kInfo, LogLevel::kWarn,
+              LogLevel::kError, LogLevel::kOff>(
+          "log", "level", "The level of spool's spdlog logger \"spool\"."),
+  };
+  return *kRegistry;
+}
+
+const KeySpec* FindKey(std::string_view section, std::string_view name) {
+  for (const KeySpec& spec : Registry()) {
+    if (spec.section == section && spec.name == name) return &spec;
+  }
+  return nullptr;
+}
+
+bool IsKnownSection(std::string_view section) {
+  for (const KeySpec& spec : Registry()) {
+    if (spec.section == section) return true;
+  }
+  return false;
+}
+
+// The known sections, in registry order, each once.
+std::vector<std::string_view> KnownSections() {
+  std::vector<std::string_view> sections;
+  for (const KeySpec& spec : Registry()) {
+    if (sections.empty() || sections.back() != spec.section) {
+      sections.push_back(spec.section);
+    }
+  }
+  return sections;
+}
+
+// What a key accepts, for messages: e.g. "an integer in [1, 256]".
+std::string ExpectedValues(const KeySpec& spec) {
+  switch (spec.kind) {
+    case ValueKind::kInteger:
+      return "an integer in [" + std::to_string(spec.min) + ", " +
+             std::to_string(spec.max) + "]";
+    case ValueKind::kString:
+      return "a non-empty string";
+    case ValueKind::kEnum: {
+      std::string out = "one of ";
+      for (size_t i = 0; i < spec.choices.size(); ++i) {
+        if (i > 0) out += ", ";
+        out += QuoteTomlString(spec.choices[i]);
+      }
+      return out;
+    }
+  }
+  return "nothing";
+}
+
+// ---------------------------------------------------------------------------
+// Checking values. Each checker returns the value for the key's setter, or
+// InvalidArgument carrying only the reason; the caller adds source, key and
+// line.
+
+Status Mismatch(const KeySpec& spec, std::string_view got) {
+  return Status::InvalidArgument("expected " + ExpectedValues(spec) + ", got " +
+                                 std::string(got));
+}
+
+Result<CheckedValue> CheckInteger(const KeySpec& spec, int64_t value,
+                                  std::string_view shown) {
+  if (value < spec.min || value > spec.max) return Mismatch(spec, shown);
+  return CheckedValue::Integer(value);
+}
+
+Result<CheckedValue> CheckString(const KeySpec& spec, std::string_view text) {
+  if (spec.kind == ValueKind::kEnum) {
+    for (size_t i = 0; i < spec.choices.size(); ++i) {
+      if (spec.choices[i] == text)
+        return CheckedValue::Integer(static_cast<int64_t>(i));
+    }
+    return Mismatch(spec, QuoteForMessage(text));
+  }
+  if (text.empty()) return Mismatch(spec, "\"\"");
+  return CheckedValue::Text(text);
+}
+
+// A TOML value as an error message shows it: strings quoted, other scalars
+// with their TOML type, containers by kind alone.
+std::string DescribeTomlValue(const toml::node& node) {
+  auto printed = [&node](std::string_view type) {
+    std::ostringstream out;
+    node.visit([&out](const auto& value) { out << value; });
+    return out.str() + " (" + std::string(type) + ")";
+  };
+  switch (node.type()) {
+    case toml::node_type::string:
+      return QuoteForMessage(node.as_string()->get());
+    case toml::node_type::integer:
+      return std::to_string(node.as_integer()->get());
+    case toml::node_type::floating_point:
+      return printed("a float");
+    case toml::node_type::boolean:
+      return printed("a boolean");
+    case toml::node_type::date:
+      return printed("a date");
+    case toml::node_type::time:
+      return printed("a time");
+    case toml::node_type::date_time:
+      return printed("a date-time");
+    case toml::node_type::array:
+      return "an array";
+    case toml::node_type::table:
+      return "a table";
+    case toml::node_type::none:
+      break;
+  }
+  return "nothing";
+}
+
+Result<CheckedValue> CheckTomlValue(const KeySpec& spec,
+                                    const toml::node& node) {
+  if (spec.kind == ValueKind::kInteger) {
+    const toml::value<int64_t>* integer = node.as_integer();
+    if (integer == nullptr) return Mismatch(spec, DescribeTomlValue(node));
+    return CheckInteger(spec, integer->get(), std::to_string(integer->get()));
+  }
+  const toml::value<std::string>* string = node.as_string();
+  if (string == nullptr) return Mismatch(spec, DescribeTomlValue(node));
+  return CheckString(spec, string->get());
+}
+
+Result<CheckedValue> CheckOverrideText(const KeySpec& spec,
+                                       std::string_view text) {
+  if (spec.kind == ValueKind::kInteger) {
+    std::optional<int64_t> integer = ParseIntegerText(text);
+    if (!integer) return Mismatch(spec, QuoteForMessage(text));
+    return CheckInteger(spec, *integer, text);
+  }
+  return CheckString(spec, text);
+}
+
+// ---------------------------------------------------------------------------
+// Error messages.
+
+// The line of `region`, or 0 when toml++ does not know it (e.g. for a table
+// that a dotted header like [a.b] created implicitly).
+uint32_t LineOf(const toml::source_region& region) { return region.begin.line; }
+
+// "<source>: <subject>: <reason> (line N)", the shape of every config error.
+// The line is left out when unknown (0).
+Status ConfigError(std::string_view source, std::string_view subject,
+                   std::string_view reason, uint32_t line) {
+  std::string message(source);
+  message += ": ";
+  message += subject;
+  message += ": ";
+  message += reason;
+  if (line > 0) message += " (line " + std::to_string(line) + ")";
+  return Status::InvalidArgument(message);
+}
+
+// The known key a misspelled "section.name" most likely meant, or "" when
+// none is close. Also catches a correct key in the wrong section (or in no
+// section at all, when `section` is empty).
+std::string SuggestKey(std::string_view section, std::string_view name) {
+  std::string wanted = section.empty()
+                           ? std::string(name)
+                           : std::string(section) + "." + std::string(name);
+  std::string best;
+  size_t best_distance = kMaxSuggestionDistance + 1;
+  for (const KeySpec& spec : Registry()) {
+    std::string candidate = spec.FullName();
+    size_t distance = EditDistance(wanted, candidate);
+    if (distance < best_distance) {
+      best_distance = distance;
+      best = candidate;
+    }
+  }
+  if (!best.empty()) return best;
+  for (const KeySpec& spec : Registry()) {
+    if (spec.name == name) return spec.FullName();
+  }
+  return "";
+}
+
+std::string SuggestSection(std::string_view section) {
+  std::string_view best;
+  size_t best_distance = kMaxSuggestionDistance + 1;
+  for (std::string_view candidate : KnownSections()) {
+    size_t distance = EditDistance(section, candidate);
+    if (distance < best_distance) {
+      best_distance = distance;
+      best = candidate;
+    }
+  }
+  return std::string(best);
+}
+
+// "[storage], [runtime], ...": the known sections, for messages.
+std::string SectionList() {
+  std::string list;
+  for (std::string_view section : KnownSections()) {
+    if (!list.empty()) list += ", ";
+    list += "[" + std::string(section) + "]";
+  }
+  return list;
+}
+
+// The reason for an unknown key: a suggestion when one is close, else the
+// keys its section does have, or the sections when the section is unknown
+// too (or absent, for a key at the top of a file).
+std::string UnknownKeyReason(std::string_view section, std::string_view name) {
+  std::string suggestion = SuggestKey(section, name);
+  if (!suggestion.empty())
+    return "unknown key; did you mean " + suggestion + "?";
+  if (!IsKnownSection(section)) {
+    return "unknown key; keys belong in one of the sections " + SectionList();
+  }
+  std::string keys;
+  for (const KeySpec& spec : Registry()) {
+    if (spec.section != section) continue;
+    if (!keys.empty()) keys += ", ";
+    keys += spec.name;
+  }
+  return "unknown key; [" + std::string(section) + "] has " + keys;
+}
+
+std::string UnknownSectionReason(std::string_view section) {
+  std::string suggestion = SuggestSection(section);
+  if (!suggestion.empty()) {
+    return "unknown section; did you mean [" + suggestion + "]?";
+  }
+  return "unknown section; the sections are " + SectionList();
+}
+
+// Collects the errors found in one file and keeps the one nearest its top,
+// so that the user fixes problems in reading order whatever order toml++'s
+// tables iterate in (they sort by key).
+class FirstErrorInFile {
+ public:
+  void Add(uint32_t line, Status error) {
+    // Unknown lines (0) sort after every known one.
+    uint64_t rank = line > 0 ? line : uint64_t{1} << 32;
+    if (error_.ok() || rank < rank_) {
+      rank_ = rank;
+      error_ = std::move(error);
+    }
+  }
+  const Status& status() const { return error_; }
+
+ private:
+  uint64_t rank_ = 0;
+  Status error_;
+};
+
+// ---------------------------------------------------------------------------
+// Applying a parsed file.
+
+// Parses `text` into *root, turning a toml++ syntax error into
+// InvalidArgument with line and column.
+Status ParseToml(std::string_view text, std::string_view source,
+                 toml::table* root) {
+  auto syntax_error = [source](const toml::parse_error& error) {
+    const toml::source_position& where = error.source().begin;
+    std::string message(source);
+    message += ": syntax error: ";
+    message += error.description();
+    if (where.line > 0) {
+      message += " (line " + std::to_string(where.line) + ", column " +
+                 std::to_string(where.column) + ")";
+    }
+    return Status::InvalidArgument(message);
+  };
+#if TOML_EXCEPTIONS
+  try {
+    *root = toml::parse(text, source);
+  } catch (const toml::parse_error& error) {
+    return syntax_error(error);
+  }
+#else
+  toml::parse_result result = toml::parse(text, source);
+  if (!result) return syntax_error(result.error());
+  *root = std::move(result).table();
+#endif
+  return Status::OK();
+}
+
+// Applies the keys of one known section's table.
+void ApplySection(std::string_view section, const toml::table& table,
+                  std::string_view source, Options* options,
+                  FirstErrorInFile* errors) {
+  for (const auto& [key, node] : table) {
+    std::string full_name = KeyForMessage(section, key.str());
+    const KeySpec* spec = FindKey(section, key.str());
+    if (spec == nullptr) {
+      errors->Add(
+          LineOf(key.source()),
+          ConfigError(source, full_name, UnknownKeyReason(section, key.str()),
+                      LineOf(key.source())));
+      continue;
+    }
+    Result<CheckedValue> value = CheckTomlValue(*spec, node);
+    if (!value.ok()) {
+      errors->Add(LineOf(node.source()),
+                  ConfigError(source, full_name, value.status().message(),
+                              LineOf(node.source())));
+      continue;
+    }
+    spec->set(options, *value);
+  }
+}
+
+// Applies a whole parsed file to *options. On error *options may be partly
+// updated; the caller works on a copy.
+Status ApplyTable(const toml::table& root, std::string_view source,
+                  Options* options) {
+  FirstErrorInFile errors;
+  for (const auto& [key, node] : root) {
+    std::string_view name = key.str();
+    uint32_t line = LineOf(key.source());
+    if (!IsKnownSection(name)) {
+      std::string reason = node.is_table() ? UnknownSectionReason(name)
+                                           : UnknownKeyReason("", name);
+      errors.Add(line, ConfigError(source, KeyForMessage(name), reason, line));
+    } else if (const toml::table* table = node.as_table()) {
+      ApplySection(name, *table, source, options, &errors);
+    } else {
+      std::string reason = "expected a table ([" + std::string(name) +
+                           "]), got " + DescribeTomlValue(node);
+      errors.Add(line, ConfigError(source, KeyForMessage(name), reason, line));
+    }
+  }
+  return errors.status();
+}
+
+// Applies one override without copying *options: the setter runs only after
+// every check has passed, so a failure leaves *options untouched.
+Status ApplyOverrideInPlace(std::string_view assignment, Options* options) {
+  size_t equals = assignment.find('=');
+  size_t dot = assignment.substr(0, equals).find('.');
+  if (equals == std::string_view::npos || dot == std::string_view::npos) {
+    return Status::InvalidArgument(std::string(kOverrideSource) + " " +
+                                   QuoteForMessage(assignment) +
+                                   ": expected section.key=value");
+  }
+  std::string_view section = assignment.substr(0, dot);
+  std::string_view name = assignment.substr(dot + 1, equals - dot - 1);
+  std::string_view text = assignment.substr(equals + 1);
+  std::string full_name = KeyForMessage(section, name);
+
+  const KeySpec* spec = FindKey(section, name);
+  if (spec == nullptr) {
+    return ConfigError(kOverrideSource, full_name,
+                       UnknownKeyReason(section, name), 0);
+  }
+  Result<CheckedValue> value = CheckOverrideText(*spec, text);
+  if (!value.ok()) {
+    return ConfigError(kOverrideSource, full_name, value.status().message(), 0);
+  }
+  spec->set(options, *value);
+  return Status::OK();
+}
+
+// ---------------------------------------------------------------------------
+// Reading files.
+
+struct FileCloser {
+  void operator()(std::FILE* file) const { std::fclose(file); }
+};
+
+// Reads the whole file at `path` into *contents.
+Status ReadFile(const std::string& path, std::string* contents) {
+  if (path.empty()) return Status::InvalidArgument("config file path is empty");
+  std::unique_ptr<std::FILE, FileCloser> file(std::fopen(path.c_str(), "rb"));
+  if (file == nullptr) {
+    int error = errno;
+    if (error == ENOENT || error == ENOTDIR) {
+      return Status::NotFound("config file not found: " + path);
+    }
+    return Status::IOError(path + ": " + std::strerror(error));
+  }
+  contents->clear();
+  char buffer[8192];
+  while (true) {
+    size_t read = std::fread(buffer, 1, sizeof(buffer), file.get());
+    contents->append(buffer, read);
+    if (read == sizeof(buffer)) continue;
+    if (std::ferror(file.get())) {
+      // E.g. EISDIR: fopen succeeds on a directory, the first read fails.
+      return Status::IOError(path + ": " + std::strerror(errno));
+    }
+    return Status::OK();  // End of file.
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Command line.
+
+// What MatchValueFlag found.
+struct FlagValue {
+  bool matched = false;
+  // False when the flag came without a value.
+  bool has_value = false;
+  std::string value;
+};
+
+// Matches argv[*i] against `flag` taking a value, either as "flag=value" or
+// as "flag value"; in the second form *i advances past the value. A next
+// argument beginning with "--" is another flag, not a value.
+FlagValue MatchValueFlag(std::string_view flag, int argc, char** argv, int* i) {
+  std::string_view arg = argv[*i];
+  FlagValue result;
+  if (arg.substr(0, flag.size()) != flag) return result;
+  std::string_view tail = arg.substr(flag.size());
+  if (tail.empty()) {
+    result.matched = true;
+    if (*i + 1 < argc && std::string_view(argv[*i + 1]).substr(0, 2) != "--") {
+      ++*i;
+      result.has_value = true;
+      result.value = argv[*i];
+    }
+  } else if (tail[0] == '=') {
+    result.matched = true;
+    result.has_value = true;
+    result.value = std::string(tail.substr(1));
+  }
+  return result;  // E.g. "--configuration" is some other flag.
+}
+
+}  // namespace
+
+Status ParseOptions(std::string_view toml_text, std::string_view source_name,
+                    const std::vector<std::string>& overrides,
+                    Options* options) {
+  toml::table root;
+  Status status = ParseToml(toml_text, source_name, &root);
+  if (!status.ok()) return status;
+
+  Options candidate = *options;
+  status = ApplyTable(root, source_name, &candidate);
+  if (!status.ok()) return status;
+  for (const std::string& assignment : overrides) {
+    status = ApplyOverrideInPlace(assignment, &candidate);
+    if (!status.ok()) return status;
+  }
+  status = candidate.Validate();
+  if (!status.ok()) return status.WithContext(source_name);
+  *options = std::move(candidate);
+  return Status::OK();
+}
+
+Status LoadOptions(const std::string& path,
+                   const std::vector<std::string>& overrides,
+                   Options* options) {
+  std::string contents;
+  Status status = ReadFile(path, &contents);
+  if (!status.ok()) return status;
+  return ParseOptions(contents, path, overrides, options);
+}
+
+Status ApplyOverride(std::string_view assignment, Options* options) {
+  return ApplyOverrideInPlace(assignment, options);
+}
+
+std::string DescribeOptions(const Options& options) {
+  std::string out =
+      "# The spool options in effect. Every key is documented in "
+      "config/spool.toml.\n";
+  std::string_view section;
+  for (const KeySpec& spec : Registry()) {
+    if (spec.section != section) {
+      section = spec.section;
+      out += "\n[" + std::string(section) + "]\n";
+    }
+    out += "# " + std::string(spec.doc) + " Expected: " + ExpectedValues(spec) +
+           ".\n";
+    out += std::string(spec.name) + " = " + spec.render(options) + "\n";
+  }
+  return out;
+}
+
+Status ParseCommandLine(int argc, char** argv, CommandLine* out) {
+  CommandLine parsed;
+  for (int i = 1; i < argc; ++i) {
+    std::string_view arg = argv[i];
+    if (arg == "--") {
+      parsed.rest.insert(parsed.rest.end(), argv + i + 1, argv + argc);
+      break;
+    }
+    if (arg == "--help") {
+      parsed.help = true;
+    } else if (arg == "--print-config") {
+      parsed.print_config = true;
+    } else if (FlagValue config = MatchValueFlag("--config", argc, argv, &i);
+               config.matched) {
+      if (!config.has_value || config.value.empty()) {
+        return Status::InvalidArgument("--config needs a file name");
+      }
+      if (!parsed.config_path.empty()) {
+        return Status::InvalidArgument("--config given more than once");
+      }
+      parsed.config_path = std::move(config.value);
+    } else if (FlagValue set = MatchValueFlag("--set", argc, argv, &i);
+               set.matched) {
+      if (!set.has_value || set.value.empty()) {
+        return Status::InvalidArgument("--set needs section.key=value");
+      }
+      parsed.overrides.push_back(std::move(set.value));
+    } else {
+      parsed.rest.emplace_back(arg);
+    }
+  }
+  *out = std::move(parsed);
+  return Status::OK();
+}
+
+}  // namespace spool

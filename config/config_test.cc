@@ -1,0 +1,876 @@
+#include <cctype>
+#include <chrono>
+#include <cstdint>
+#include <fstream>
+#include <random>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <spool/config.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "tests/testing.h"
+
+namespace spool {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+// The source name the rejection tests parse under, so messages read like the
+// ones users see.
+constexpr char kSource[] = "config/spool.toml";
+
+std::string ShippedConfigPath() {
+  return std::string(SPOOL_SOURCE_DIR) + "/config/spool.toml";
+}
+
+std::string ReadText(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+void WriteText(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+}
+
+// What config/spool.toml promises: Options' own defaults, plus the path the
+// file sets because Options has none.
+Options DocumentedDefaults() {
+  Options options;
+  options.path = "./spool-data";
+  return options;
+}
+
+// Compares every field a config file can set.
+void ExpectSameOptions(const Options& actual, const Options& expected) {
+  EXPECT_EQ(actual.path, expected.path);
+  EXPECT_EQ(actual.durability, expected.durability);
+  EXPECT_EQ(actual.max_payload_bytes, expected.max_payload_bytes);
+  EXPECT_EQ(actual.max_type_bytes, expected.max_type_bytes);
+  EXPECT_EQ(actual.readers, expected.readers);
+  EXPECT_EQ(actual.workers, expected.workers);
+  EXPECT_EQ(actual.scheduler_threads, expected.scheduler_threads);
+  EXPECT_EQ(actual.close_timeout, expected.close_timeout);
+  EXPECT_EQ(actual.writer_max_batch, expected.writer_max_batch);
+  EXPECT_EQ(actual.log_level, expected.log_level);
+}
+
+// Parses `text` on top of valid options, so that only the text can fail.
+Status Parse(const std::string& text, Options* options,
+             const std::vector<std::string>& overrides = {}) {
+  *options = DocumentedDefaults();
+  return ParseOptions(text, kSource, overrides, options);
+}
+
+// The error `text` produces, as Status::ToString(); "OK" if none.
+std::string ParseError(const std::string& text) {
+  Options options;
+  return Parse(text, &options).ToString();
+}
+
+std::string OverrideError(const std::string& assignment) {
+  Options options = DocumentedDefaults();
+  return ApplyOverride(assignment, &options).ToString();
+}
+
+// ---------------------------------------------------------------------------
+// The shipped file.
+
+TEST(ShippedConfigTest, LoadsToTheDocumentedDefaults) {
+  Options options;
+  Status status = LoadOptions(ShippedConfigPath(), {}, &options);
+  ASSERT_TRUE(status.ok()) << status.ToString();
+  ExpectSameOptions(options, DocumentedDefaults());
+  EXPECT_EQ(options.scheduler_threads, 2);
+}
+
+// One "name = value" line of a TOML text in the simple layout both
+// spool.toml and DescribeOptions use.
+struct KeyLine {
+  std::string key;      // "section.name"
+  std::string value;    // The literal after " = ".
+  std::string comment;  // The '#' lines right above it, joined.
+};
+
+bool IsBareKey(const std::string& text) {
+  if (text.empty()) return false;
+  for (char c : text) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+  }
+  return true;
+}
+
+std::vector<KeyLine> KeyLinesIn(const std::string& text) {
+  std::vector<KeyLine> keys;
+  std::istringstream lines(text);
+  std::string section;
+  std::string comment;
+  std::string line;
+  while (std::getline(lines, line)) {
+    size_t equals = line.find(" = ");
+    if (line.rfind("#", 0) == 0) {
+      comment += line + "\n";
+      continue;
+    }
+    if (line.size() > 2 && line.front() == '[' && line.back() == ']') {
+      section = line.substr(1, line.size() - 2);
+    } else if (equals != std::string::npos &&
+               IsBareKey(line.substr(0, equals))) {
+      keys.push_back({section + "." + line.substr(0, equals),
+                      line.substr(equals + 3), comment});
+    }
+    comment.clear();
+  }
+  return keys;
+}
+
+std::set<std::string> KeysIn(const std::string& text) {
+  std::set<std::string> keys;
+  for (const KeyLine& line : KeyLinesIn(text)) keys.insert(line.key);
+  return keys;
+}
+
+// Every key carries a comment right above it, and that comment states the
+// very value the line sets as "Default: <value>".
+TEST(ShippedConfigTest, DocumentsEveryKeyAndItsDefault) {
+  std::vector<KeyLine> keys = KeyLinesIn(ReadText(ShippedConfigPath()));
+  for (const KeyLine& line : keys) {
+    EXPECT_THAT(line.comment, HasSubstr("Default: " + line.value))
+        << "the comment above " << line.key << " must state its default";
+    EXPECT_THAT(line.comment, HasSubstr("Allowed: "))
+        << "the comment above " << line.key << " must state what it allows";
+  }
+  EXPECT_EQ(keys.size(), 10u);
+}
+
+// A key added to the registry must also be documented in spool.toml.
+TEST(ShippedConfigTest, SetsEveryKeyTheRegistryKnows) {
+  std::set<std::string> documented = KeysIn(ReadText(ShippedConfigPath()));
+  std::set<std::string> known = KeysIn(DescribeOptions(Options()));
+  EXPECT_EQ(documented, known);
+  EXPECT_EQ(known.size(), 10u);
+}
+
+// ---------------------------------------------------------------------------
+// Accepted input.
+
+TEST(ParseOptionsTest, EmptyTextKeepsTheGivenOptions) {
+  Options options;
+  ASSERT_TRUE(Parse("", &options).ok());
+  ExpectSameOptions(options, DocumentedDefaults());
+}
+
+TEST(ParseOptionsTest, SetsEveryKey) {
+  Options options;
+  Status status = Parse(R"(
+[storage]
+path = "/var/lib/spool"
+durability = "relaxed"
+max_payload_bytes = 4096
+max_type_bytes = 64
+[runtime]
+readers = 3
+workers = 16
+scheduler_threads = 1
+close_timeout_ms = 0
+[writer]
+max_batch = 7
+[log]
+level = "debug"
+)",
+                        &options);
+  ASSERT_TRUE(status.ok()) << status.ToString();
+  EXPECT_EQ(options.path, "/var/lib/spool");
+  EXPECT_EQ(options.durability, Durability::kRelaxed);
+  EXPECT_EQ(options.max_payload_bytes, 4096u);
+  EXPECT_EQ(options.max_type_bytes, 64u);
+  EXPECT_EQ(options.readers, 3);
+  EXPECT_EQ(options.workers, 16);
+  EXPECT_EQ(options.scheduler_threads, 1);
+  EXPECT_EQ(options.close_timeout, std::chrono::milliseconds(0));
+  EXPECT_EQ(options.writer_max_batch, 7u);
+  EXPECT_EQ(options.log_level, LogLevel::kDebug);
+}
+
+TEST(ParseOptionsTest, KeysLeftOutKeepTheirValue) {
+  Options options = DocumentedDefaults();
+  options.workers = 9;
+  options.log_level = LogLevel::kError;
+  ASSERT_TRUE(
+      ParseOptions("[runtime]\nreaders = 5\n", kSource, {}, &options).ok());
+  EXPECT_EQ(options.readers, 5);
+  EXPECT_EQ(options.workers, 9);
+  EXPECT_EQ(options.log_level, LogLevel::kError);
+}
+
+TEST(ParseOptionsTest, AcceptsEveryTomlIntegerNotation) {
+  Options options;
+  ASSERT_TRUE(Parse("[storage]\nmax_payload_bytes = 1_048_576\n"
+                    "max_type_bytes = 0x40\n[runtime]\nworkers = +8\n",
+                    &options)
+                  .ok());
+  EXPECT_EQ(options.max_payload_bytes, 1048576u);
+  EXPECT_EQ(options.max_type_bytes, 64u);
+  EXPECT_EQ(options.workers, 8);
+}
+
+TEST(ParseOptionsTest, AcceptsEveryEnumName) {
+  for (const char* name : {"sync", "relaxed", "memory"}) {
+    Options options;
+    EXPECT_TRUE(
+        Parse(std::string("[storage]\ndurability = \"") + name + "\"", &options)
+            .ok());
+    EXPECT_STREQ(DurabilityName(options.durability), name);
+  }
+  for (const char* name : {"trace", "debug", "info", "warn", "error", "off"}) {
+    Options options;
+    EXPECT_TRUE(
+        Parse(std::string("[log]\nlevel = \"") + name + "\"", &options).ok());
+    EXPECT_STREQ(LogLevelName(options.log_level), name);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Rejected input. Each test checks what the message tells the user.
+
+TEST(ParseOptionsTest, ErrorNamesFileKeyReasonAndLine) {
+  EXPECT_EQ(ParseError("# spool\n[runtime]\nworkers = \"four\"\n"),
+            "InvalidArgument: config/spool.toml: runtime.workers: expected an "
+            "integer in [1, 4096], got \"four\" (line 3)");
+}
+
+TEST(ParseOptionsTest, RejectsUnknownSectionWithSuggestion) {
+  std::string error = ParseError("\n[storag]\npath = \"x\"\n");
+  EXPECT_THAT(error, HasSubstr("config/spool.toml: storag: unknown section; "
+                               "did you mean [storage]? (line 2)"));
+}
+
+TEST(ParseOptionsTest, RejectsUnknownSectionListingTheKnownOnes) {
+  EXPECT_THAT(ParseError("[database]\nx = 1\n"),
+              HasSubstr("database: unknown section; the sections are "
+                        "[storage], [runtime], [writer], [log] (line 1)"));
+}
+
+TEST(ParseOptionsTest, RejectsUnknownKeyWithSuggestion) {
+  EXPECT_THAT(ParseError("[runtime]\nworker = 4\n"),
+              HasSubstr("runtime.worker: unknown key; did you mean "
+                        "runtime.workers? (line 2)"));
+  EXPECT_THAT(ParseError("[runtime]\nclose_timeout_s = 4\n"),
+              HasSubstr("did you mean runtime.close_timeout_ms?"));
+}
+
+TEST(ParseOptionsTest, RejectsUnknownKeyListingTheSectionsKeys) {
+  std::string error = ParseError("[writer]\nbatch_bytes = 4\n");
+  EXPECT_THAT(error, HasSubstr("writer.batch_bytes: unknown key; [writer] has "
+                               "max_batch (line 2)"));
+  EXPECT_THAT(error, Not(HasSubstr("did you mean")));
+}
+
+TEST(ParseOptionsTest, SuggestsTheSectionAKeyBelongsTo) {
+  EXPECT_THAT(ParseError("[runtime]\nmax_batch = 4\n"),
+              HasSubstr("runtime.max_batch: unknown key; did you mean "
+                        "writer.max_batch?"));
+}
+
+TEST(ParseOptionsTest, RejectsKeysOutsideAnySection) {
+  EXPECT_THAT(ParseError("workers = 4\n"),
+              HasSubstr("config/spool.toml: workers: unknown key; did you "
+                        "mean runtime.workers? (line 1)"));
+  EXPECT_THAT(ParseError("colour = 4\n"),
+              HasSubstr("colour: unknown key; keys belong in one of the "
+                        "sections [storage], [runtime]"));
+}
+
+TEST(ParseOptionsTest, QuotesKeysThatAreNotBare) {
+  EXPECT_THAT(ParseError("[runtime]\n\"two\\nlines\" = 1\n"),
+              HasSubstr(": runtime.\"two\\nlines\": unknown key"));
+  EXPECT_THAT(OverrideError("runtime.a\"b=1"),
+              HasSubstr("override: runtime.\"a\\\"b\": unknown key"));
+}
+
+TEST(ParseOptionsTest, RejectsSectionThatIsNotATable) {
+  EXPECT_THAT(ParseError("runtime = 4\n"),
+              HasSubstr("runtime: expected a table ([runtime]), got 4"));
+  EXPECT_THAT(ParseError("[[runtime]]\nworkers = 4\n"),
+              HasSubstr("runtime: expected a table ([runtime]), got an array"));
+}
+
+TEST(ParseOptionsTest, RejectsNestedTables) {
+  EXPECT_THAT(ParseError("[storage.extra]\nx = 1\n"),
+              HasSubstr("storage.extra: unknown key"));
+}
+
+TEST(ParseOptionsTest, RejectsWrongTypes) {
+  struct Case {
+    const char* text;
+    const char* message;
+  };
+  const Case cases[] = {
+      {"[runtime]\nworkers = \"4\"",
+       "runtime.workers: expected an integer in [1, 4096], got \"4\""},
+      {"[runtime]\nworkers = 4.0",
+       "runtime.workers: expected an integer in [1, 4096], got 4.0 (a float)"},
+      {"[runtime]\nworkers = true",
+       "runtime.workers: expected an integer in [1, 4096], got true (a "
+       "boolean)"},
+      {"[runtime]\nworkers = [4]",
+       "runtime.workers: expected an integer in [1, 4096], got an array"},
+      {"[runtime]\nworkers = {n = 4}",
+       "runtime.workers: expected an integer in [1, 4096], got a table"},
+      {"[runtime]\nworkers = 1979-05-27",
+       "runtime.workers: expected an integer in [1, 4096], got 1979-05-27 (a "
+       "date)"},
+      {"[storage]\npath = 7",
+       "storage.path: expected a non-empty string, got 7"},
+      {"[storage]\ndurability = 1",
+       "storage.durability: expected one of \"sync\", \"relaxed\", "
+       "\"memory\", got 1"},
+      {"[log]\nlevel = false",
+       "log.level: expected one of \"trace\", \"debug\", \"info\", \"warn\", "
+       "\"error\", \"off\", got false (a boolean)"},
+  };
+  for (const Case& c : cases) {
+    std::string error = ParseError(c.text);
+    EXPECT_THAT(error, HasSubstr(c.message)) << c.text;
+    EXPECT_THAT(error, HasSubstr("(line 2)")) << c.text;
+    EXPECT_THAT(error, HasSubstr("InvalidArgument: config/spool.toml: "));
+  }
+}
+
+TEST(ParseOptionsTest, RejectsOutOfRangeIntegers) {
+  EXPECT_THAT(ParseError("[runtime]\nworkers = 0"),
+              HasSubstr("runtime.workers: expected an integer in [1, 4096], "
+                        "got 0 (line 2)"));
+  EXPECT_THAT(ParseError("[runtime]\nworkers = 4097"),
+              HasSubstr("expected an integer in [1, 4096], got 4097"));
+  EXPECT_THAT(ParseError("[writer]\nmax_batch = 1_000_001"),
+              HasSubstr("writer.max_batch: expected an integer in [1, "
+                        "1000000], got 1000001"));
+  EXPECT_THAT(ParseError("[runtime]\nclose_timeout_ms = -1"),
+              HasSubstr("runtime.close_timeout_ms: expected an integer in "
+                        "[0, 86400000], got -1"));
+}
+
+// size_t fields must not wrap a negative value into a huge one.
+TEST(ParseOptionsTest, RejectsNegativeValuesForUnsignedFields) {
+  EXPECT_THAT(ParseError("[storage]\nmax_payload_bytes = -1"),
+              HasSubstr("storage.max_payload_bytes: expected an integer in "
+                        "[1, 1073741824], got -1"));
+  EXPECT_THAT(ParseError("[writer]\nmax_batch = -9223372036854775808"),
+              HasSubstr("got -9223372036854775808"));
+}
+
+// int fields must not truncate a value beyond int's range.
+TEST(ParseOptionsTest, RejectsValuesBeyondIntRange) {
+  EXPECT_THAT(ParseError("[runtime]\nreaders = 4294967298"),
+              HasSubstr("runtime.readers: expected an integer in [1, 256], "
+                        "got 4294967298"));
+  EXPECT_THAT(ParseError("[runtime]\nworkers = 9223372036854775807"),
+              HasSubstr("got 9223372036854775807"));
+}
+
+// TOML integers are 64-bit; toml++ reports anything longer as a syntax error.
+TEST(ParseOptionsTest, RejectsValuesBeyondInt64AsSyntaxErrors) {
+  std::string error = ParseError("[runtime]\nworkers = 99999999999999999999");
+  EXPECT_THAT(error, HasSubstr("config/spool.toml: syntax error: "));
+  EXPECT_THAT(error, HasSubstr("(line 2, column"));
+}
+
+TEST(ParseOptionsTest, RejectsEmptyPath) {
+  EXPECT_THAT(ParseError("[storage]\npath = \"\""),
+              HasSubstr("config/spool.toml: storage.path: expected a "
+                        "non-empty string, got \"\" (line 2)"));
+}
+
+TEST(ParseOptionsTest, RejectsUnknownEnumNamesListingTheAllowedOnes) {
+  EXPECT_THAT(ParseError("[storage]\ndurability = \"fast\""),
+              HasSubstr("storage.durability: expected one of \"sync\", "
+                        "\"relaxed\", \"memory\", got \"fast\" (line 2)"));
+  // Names are case-sensitive, as everywhere in TOML.
+  EXPECT_THAT(
+      ParseError("[log]\nlevel = \"WARN\""),
+      HasSubstr("log.level: expected one of \"trace\", \"debug\", "
+                "\"info\", \"warn\", \"error\", \"off\", got \"WARN\""));
+}
+
+TEST(ParseOptionsTest, QuotesLongBadValuesShortened) {
+  std::string error =
+      ParseError("[log]\nlevel = \"" + std::string(10000, 'x') + "\"");
+  EXPECT_THAT(error, HasSubstr("got \"" + std::string(64, 'x') + "\"..."));
+  EXPECT_LT(error.size(), 300u);
+}
+
+TEST(ParseOptionsTest, RejectsSyntaxErrorsWithLineAndColumn) {
+  for (const char* text : {"[runtime]\nworkers = \n", "[runtime\nworkers = 4",
+                           "[runtime]\nworkers = 4\nworkers = 5\n",
+                           "[runtime]\n\nworkers 4\n", "\"unterminated\n"}) {
+    std::string error = ParseError(text);
+    EXPECT_THAT(error,
+                HasSubstr("InvalidArgument: config/spool.toml: syntax error: "))
+        << text;
+    EXPECT_THAT(error, HasSubstr("(line ")) << text;
+    EXPECT_THAT(error, HasSubstr(", column ")) << text;
+  }
+  EXPECT_THAT(ParseError("[runtime]\n\nworkers 4\n"), HasSubstr("(line 3, "));
+}
+
+TEST(ParseOptionsTest, ReportsTheErrorNearestTheTopOfTheFile) {
+  // toml++ iterates tables sorted by name ("log" before "runtime"); the user
+  // should still see the first problem in reading order.
+  EXPECT_THAT(ParseError("[runtime]\nworkers = 0\n[log]\nlevel = \"loud\"\n"),
+              HasSubstr("runtime.workers"));
+  EXPECT_THAT(ParseError("[log]\nlevel = \"loud\"\n[runtime]\nworkers = 0\n"),
+              HasSubstr("log.level"));
+}
+
+TEST(ParseOptionsTest, RunsValidateAndNamesTheSource) {
+  Options options;  // No path: the file must set one.
+  Status status =
+      ParseOptions("[runtime]\nworkers = 2\n", kSource, {}, &options);
+  EXPECT_TRUE(status.IsInvalidArgument());
+  EXPECT_EQ(status.ToString(),
+            "InvalidArgument: config/spool.toml: storage.path must not be "
+            "empty");
+}
+
+TEST(ParseOptionsTest, FailureLeavesOptionsUnchanged) {
+  Options options = DocumentedDefaults();
+  options.readers = 7;
+  Status status = ParseOptions("[runtime]\nreaders = 3\nworkers = 0\n", kSource,
+                               {}, &options);
+  EXPECT_FALSE(status.ok());
+  EXPECT_EQ(options.readers, 7);
+
+  status = ParseOptions("[runtime]\nreaders = 3\n", kSource,
+                        {"runtime.workers=0"}, &options);
+  EXPECT_FALSE(status.ok());
+  EXPECT_EQ(options.readers, 7);
+}
+
+// ---------------------------------------------------------------------------
+// Files.
+
+TEST(LoadOptionsTest, ReadsTheFileAndAppliesOverrides) {
+  testing::TempDir dir;
+  std::string path = dir.Sub("spool.toml");
+  WriteText(path, "[storage]\npath = \"/q\"\n[runtime]\nworkers = 6\n");
+  Options options;
+  Status status = LoadOptions(path, {"runtime.readers=4"}, &options);
+  ASSERT_TRUE(status.ok()) << status.ToString();
+  EXPECT_EQ(options.path, "/q");
+  EXPECT_EQ(options.workers, 6);
+  EXPECT_EQ(options.readers, 4);
+}
+
+TEST(LoadOptionsTest, ErrorsNameThePath) {
+  testing::TempDir dir;
+  std::string path = dir.Sub("bad.toml");
+  WriteText(path, "[runtime]\nworkers = -3\n");
+  Options options;
+  Status status = LoadOptions(path, {}, &options);
+  EXPECT_TRUE(status.IsInvalidArgument());
+  EXPECT_THAT(status.ToString(),
+              HasSubstr(path + ": runtime.workers: expected an integer in "
+                               "[1, 4096], got -3 (line 2)"));
+}
+
+TEST(LoadOptionsTest, MissingFileIsNotFoundNamingThePath) {
+  testing::TempDir dir;
+  std::string path = dir.Sub("missing.toml");
+  Options options;
+  Status status = LoadOptions(path, {}, &options);
+  EXPECT_TRUE(status.IsNotFound()) << status.ToString();
+  EXPECT_THAT(status.ToString(), HasSubstr(path));
+
+  status = LoadOptions(dir.Sub("missing/dir/spool.toml"), {}, &options);
+  EXPECT_TRUE(status.IsNotFound()) << status.ToString();
+}
+
+TEST(LoadOptionsTest, DirectoryIsIOError) {
+  testing::TempDir dir;
+  Options options;
+  Status status = LoadOptions(dir.path(), {}, &options);
+  EXPECT_TRUE(status.IsIOError()) << status.ToString();
+  EXPECT_THAT(status.ToString(), HasSubstr(dir.path()));
+}
+
+TEST(LoadOptionsTest, EmptyPathIsInvalidArgument) {
+  Options options;
+  EXPECT_TRUE(LoadOptions("", {}, &options).IsInvalidArgument());
+}
+
+// ---------------------------------------------------------------------------
+// Overrides.
+
+TEST(OverrideTest, OverridesWinOverTheFile) {
+  Options options;
+  Status status = ParseOptions(
+      "[storage]\npath = \"/file\"\n[runtime]\nworkers = 6\n", kSource,
+      {"runtime.workers=12", "storage.path=/cli", "log.level=off"}, &options);
+  ASSERT_TRUE(status.ok()) << status.ToString();
+  EXPECT_EQ(options.workers, 12);
+  EXPECT_EQ(options.path, "/cli");
+  EXPECT_EQ(options.log_level, LogLevel::kOff);
+}
+
+TEST(OverrideTest, LaterOverridesWin) {
+  Options options;
+  ASSERT_TRUE(
+      Parse("", &options, {"runtime.workers=2", "runtime.workers=3"}).ok());
+  EXPECT_EQ(options.workers, 3);
+}
+
+TEST(OverrideTest, OverridesCanSupplyTheRequiredPath) {
+  Options options;
+  ASSERT_TRUE(
+      ParseOptions("", "<inline>", {"storage.path=./data"}, &options).ok());
+  EXPECT_EQ(options.path, "./data");
+}
+
+TEST(OverrideTest, RejectsAssignmentsWithoutEqualsOrSection) {
+  EXPECT_EQ(OverrideError("runtime.workers"),
+            "InvalidArgument: override \"runtime.workers\": expected "
+            "section.key=value");
+  EXPECT_THAT(OverrideError("workers=4"),
+              HasSubstr("override \"workers=4\": expected section.key=value"));
+  EXPECT_THAT(OverrideError(""), HasSubstr("expected section.key=value"));
+}
+
+TEST(OverrideTest, RejectsUnknownKeysWithSuggestion) {
+  EXPECT_EQ(OverrideError("runtime.wrokers=4"),
+            "InvalidArgument: override: runtime.wrokers: unknown key; did you "
+            "mean runtime.workers?");
+  EXPECT_THAT(OverrideError("runtme.workers=4"),
+              HasSubstr("did you mean runtime.workers?"));
+  EXPECT_THAT(OverrideError("cache.size=4"),
+              HasSubstr("cache.size: unknown key; keys belong in one of the "
+                        "sections"));
+}
+
+TEST(OverrideTest, ChecksValuesLikeTheFile) {
+  EXPECT_EQ(OverrideError("runtime.workers=four"),
+            "InvalidArgument: override: runtime.workers: expected an integer "
+            "in [1, 4096], got \"four\"");
+  EXPECT_THAT(OverrideError("runtime.workers=0"),
+              HasSubstr("expected an integer in [1, 4096], got 0"));
+  EXPECT_THAT(OverrideError("runtime.workers=4.5"), HasSubstr("got \"4.5\""));
+  EXPECT_THAT(OverrideError("runtime.workers= 4"), HasSubstr("got \" 4\""));
+  EXPECT_THAT(OverrideError("runtime.workers="), HasSubstr("got \"\""));
+  EXPECT_THAT(OverrideError("storage.max_payload_bytes=-1"),
+              HasSubstr("expected an integer in [1, 1073741824], got -1"));
+  EXPECT_THAT(OverrideError("runtime.readers=99999999999999999999"),
+              HasSubstr("got \"99999999999999999999\""));
+  EXPECT_THAT(OverrideError("storage.path="),
+              HasSubstr("storage.path: expected a non-empty string, got \"\""));
+  EXPECT_THAT(OverrideError("storage.durability=fast"),
+              HasSubstr("expected one of \"sync\", \"relaxed\", \"memory\", "
+                        "got \"fast\""));
+}
+
+TEST(OverrideTest, AcceptsSignsAndSeparatorsInIntegers) {
+  Options options = DocumentedDefaults();
+  ASSERT_TRUE(ApplyOverride("runtime.workers=+8", &options).ok());
+  EXPECT_EQ(options.workers, 8);
+  ASSERT_TRUE(ApplyOverride("writer.max_batch=10_000", &options).ok());
+  EXPECT_EQ(options.writer_max_batch, 10000u);
+  for (const char* bad : {"1__0", "_1", "1_", "+", "-", "0x10", "1e3"}) {
+    EXPECT_FALSE(
+        ApplyOverride(std::string("writer.max_batch=") + bad, &options).ok())
+        << bad;
+  }
+  EXPECT_EQ(options.writer_max_batch, 10000u);
+}
+
+TEST(OverrideTest, TakesStringValuesLiterally) {
+  Options options = DocumentedDefaults();
+  ASSERT_TRUE(ApplyOverride("storage.path= /a=b \"c\"", &options).ok());
+  EXPECT_EQ(options.path, " /a=b \"c\"");
+}
+
+TEST(OverrideTest, FailureLeavesOptionsUnchanged) {
+  Options options = DocumentedDefaults();
+  EXPECT_FALSE(ApplyOverride("runtime.workers=0", &options).ok());
+  EXPECT_FALSE(ApplyOverride("storage.durability=fast", &options).ok());
+  ExpectSameOptions(options, DocumentedDefaults());
+}
+
+// The registry repeats Options::Validate()'s ranges so that errors can name
+// the line. Every integer key's range, as DescribeOptions states it, must
+// therefore be accepted by Validate at both ends and rejected just outside.
+TEST(OverrideTest, EveryIntegerRangeAgreesWithValidate) {
+  const std::string kRange = "Expected: an integer in [";
+  int checked = 0;
+  for (const KeyLine& line : KeyLinesIn(DescribeOptions(Options()))) {
+    size_t range = line.comment.find(kRange);
+    if (range == std::string::npos) continue;
+    // "[min, max]"
+    size_t min_at = range + kRange.size();
+    size_t max_at = line.comment.find(", ", min_at) + 2;
+    int64_t min = std::stoll(line.comment.substr(min_at));
+    int64_t max = std::stoll(line.comment.substr(max_at));
+    const std::string& key = line.key;
+    for (int64_t inside : {min, max}) {
+      Options options = DocumentedDefaults();
+      std::string assignment = key + "=" + std::to_string(inside);
+      ASSERT_TRUE(ApplyOverride(assignment, &options).ok()) << assignment;
+      EXPECT_TRUE(options.Validate().ok()) << assignment;
+    }
+    for (int64_t outside : {min - 1, max + 1}) {
+      std::string assignment = key + "=" + std::to_string(outside);
+      EXPECT_THAT(OverrideError(assignment),
+                  HasSubstr("[" + std::to_string(min) + ", " +
+                            std::to_string(max) + "]"))
+          << assignment;
+    }
+    ++checked;
+  }
+  EXPECT_EQ(checked, 7);
+}
+
+// ---------------------------------------------------------------------------
+// DescribeOptions.
+
+void ExpectRoundTrip(const Options& original) {
+  std::string text = DescribeOptions(original);
+  Options parsed;
+  Status status = ParseOptions(text, "<describe>", {}, &parsed);
+  ASSERT_TRUE(status.ok()) << status.ToString() << "\n" << text;
+  ExpectSameOptions(parsed, original);
+}
+
+TEST(DescribeOptionsTest, RoundTripsTheDefaults) {
+  ExpectRoundTrip(DocumentedDefaults());
+}
+
+TEST(DescribeOptionsTest, RoundTripsNonDefaultValues) {
+  Options options;
+  options.path = "/tmp/q \"quoted\" \\ back\\slash\ttab\nnewline\x01 \xC3\xA9";
+  options.durability = Durability::kMemory;
+  options.max_payload_bytes = size_t{1} << 30;
+  options.max_type_bytes = 1;
+  options.readers = 256;
+  options.workers = 4096;
+  options.scheduler_threads = 1;
+  options.close_timeout = std::chrono::milliseconds(0);
+  options.writer_max_batch = 1'000'000;
+  options.log_level = LogLevel::kOff;
+  ExpectRoundTrip(options);
+}
+
+TEST(DescribeOptionsTest, RoundTripsEveryEnumValue) {
+  for (Durability durability :
+       {Durability::kSync, Durability::kRelaxed, Durability::kMemory}) {
+    Options options = DocumentedDefaults();
+    options.durability = durability;
+    ExpectRoundTrip(options);
+  }
+  for (LogLevel level : {LogLevel::kTrace, LogLevel::kDebug, LogLevel::kInfo,
+                         LogLevel::kWarn, LogLevel::kError, LogLevel::kOff}) {
+    Options options = DocumentedDefaults();
+    options.log_level = level;
+    ExpectRoundTrip(options);
+  }
+}
+
+TEST(DescribeOptionsTest, ShowsSectionsKeysAndDocs) {
+  std::string text = DescribeOptions(DocumentedDefaults());
+  EXPECT_THAT(text, HasSubstr("[storage]\n"));
+  EXPECT_THAT(text, HasSubstr("path = \"./spool-data\"\n"));
+  EXPECT_THAT(text, HasSubstr("[runtime]\n"));
+  EXPECT_THAT(text, HasSubstr("workers = 4\n"));
+  EXPECT_THAT(text, HasSubstr("close_timeout_ms = 30000\n"));
+  EXPECT_THAT(text, HasSubstr("[writer]\n# "));
+  EXPECT_THAT(text, HasSubstr("max_batch = 1024\n"));
+  EXPECT_THAT(text, HasSubstr("level = \"warn\"\n"));
+  EXPECT_THAT(text, HasSubstr("Expected: one of \"sync\", \"relaxed\", "
+                              "\"memory\".\ndurability = \"sync\"\n"));
+}
+
+// ---------------------------------------------------------------------------
+// Command line.
+
+// Runs ParseCommandLine on {"spool", args...}.
+Status ParseArgs(std::vector<std::string> args, CommandLine* out) {
+  args.insert(args.begin(), "spool");
+  std::vector<char*> argv;
+  for (std::string& arg : args) argv.push_back(arg.data());
+  argv.push_back(nullptr);
+  return ParseCommandLine(static_cast<int>(args.size()), argv.data(), out);
+}
+
+TEST(CommandLineTest, NoArgumentsGiveAnEmptyCommandLine) {
+  CommandLine line;
+  ASSERT_TRUE(ParseArgs({}, &line).ok());
+  EXPECT_EQ(line.config_path, "");
+  EXPECT_TRUE(line.overrides.empty());
+  EXPECT_TRUE(line.rest.empty());
+  EXPECT_FALSE(line.help);
+  EXPECT_FALSE(line.print_config);
+}
+
+TEST(CommandLineTest, ParsesBothFormsOfConfig) {
+  CommandLine line;
+  ASSERT_TRUE(ParseArgs({"--config", "a.toml"}, &line).ok());
+  EXPECT_EQ(line.config_path, "a.toml");
+  ASSERT_TRUE(ParseArgs({"--config=b=c.toml"}, &line).ok());
+  EXPECT_EQ(line.config_path, "b=c.toml");
+}
+
+TEST(CommandLineTest, CollectsRepeatedSetInOrder) {
+  CommandLine line;
+  ASSERT_TRUE(ParseArgs({"--set", "runtime.workers=8", "--set=log.level=info",
+                         "--set", "runtime.workers=9"},
+                        &line)
+                  .ok());
+  EXPECT_EQ(line.overrides,
+            (std::vector<std::string>{"runtime.workers=8", "log.level=info",
+                                      "runtime.workers=9"}));
+}
+
+TEST(CommandLineTest, SetsHelpAndPrintConfig) {
+  CommandLine line;
+  ASSERT_TRUE(ParseArgs({"--print-config"}, &line).ok());
+  EXPECT_TRUE(line.print_config);
+  EXPECT_FALSE(line.help);
+  ASSERT_TRUE(ParseArgs({"--help"}, &line).ok());
+  EXPECT_TRUE(line.help);
+  EXPECT_FALSE(line.print_config);
+}
+
+TEST(CommandLineTest, PassesEverythingElseThroughInOrder) {
+  CommandLine line;
+  ASSERT_TRUE(ParseArgs({"serve", "--port", "80", "--config", "s.toml", "-v",
+                         "--configuration=x", "--set", "runtime.readers=1",
+                         "--help=no", "last"},
+                        &line)
+                  .ok());
+  EXPECT_EQ(line.config_path, "s.toml");
+  EXPECT_EQ(line.overrides, std::vector<std::string>{"runtime.readers=1"});
+  EXPECT_EQ(line.rest, (std::vector<std::string>{"serve", "--port", "80", "-v",
+                                                 "--configuration=x",
+                                                 "--help=no", "last"}));
+  EXPECT_FALSE(line.help);
+}
+
+TEST(CommandLineTest, DoubleDashEndsTheFlags) {
+  CommandLine line;
+  ASSERT_TRUE(
+      ParseArgs({"--help", "--", "--config", "x", "--set", "y"}, &line).ok());
+  EXPECT_TRUE(line.help);
+  EXPECT_EQ(line.config_path, "");
+  EXPECT_EQ(line.rest,
+            (std::vector<std::string>{"--config", "x", "--set", "y"}));
+}
+
+TEST(CommandLineTest, RejectsMissingValues) {
+  CommandLine line;
+  EXPECT_EQ(ParseArgs({"--config"}, &line).ToString(),
+            "InvalidArgument: --config needs a file name");
+  EXPECT_THAT(ParseArgs({"--config="}, &line).ToString(),
+              HasSubstr("--config needs a file name"));
+  EXPECT_THAT(ParseArgs({"--config", "--help"}, &line).ToString(),
+              HasSubstr("--config needs a file name"));
+  EXPECT_EQ(ParseArgs({"--set"}, &line).ToString(),
+            "InvalidArgument: --set needs section.key=value");
+  EXPECT_THAT(ParseArgs({"--set="}, &line).ToString(),
+              HasSubstr("--set needs section.key=value"));
+}
+
+TEST(CommandLineTest, RejectsConfigGivenTwice) {
+  CommandLine line;
+  EXPECT_THAT(ParseArgs({"--config", "a", "--config=b"}, &line).ToString(),
+              HasSubstr("--config given more than once"));
+}
+
+TEST(CommandLineTest, FailureLeavesTheOutputUnchanged) {
+  CommandLine line;
+  line.config_path = "kept";
+  line.rest = {"kept"};
+  EXPECT_FALSE(ParseArgs({"x", "--set"}, &line).ok());
+  EXPECT_EQ(line.config_path, "kept");
+  EXPECT_EQ(line.rest, std::vector<std::string>{"kept"});
+}
+
+TEST(CommandLineTest, FeedsLoadOptions) {
+  CommandLine line;
+  ASSERT_TRUE(
+      ParseArgs({"--config", ShippedConfigPath(), "--set", "runtime.workers=3"},
+                &line)
+          .ok());
+  Options options;
+  Status status = LoadOptions(line.config_path, line.overrides, &options);
+  ASSERT_TRUE(status.ok()) << status.ToString();
+  EXPECT_EQ(options.workers, 3);
+}
+
+// ---------------------------------------------------------------------------
+// Robustness.
+
+// Damages `text` in one of several ways chosen by `rng`.
+std::string Mutate(std::string text, std::mt19937_64* rng) {
+  // Includes NUL and a byte that is never valid UTF-8.
+  static const char kTomlBytes[] = "[]=\"'#\n.{},_-+0123456789\\\x00\xff";
+  constexpr size_t kTomlByteCount = sizeof(kTomlBytes) - 1;
+  auto position = [&](size_t size) {
+    return size == 0 ? 0 : static_cast<size_t>((*rng)() % size);
+  };
+  int edits = 1 + static_cast<int>((*rng)() % 4);
+  for (int i = 0; i < edits; ++i) {
+    switch ((*rng)() % 5) {
+      case 0:  // Flip one bit.
+        if (!text.empty()) text[position(text.size())] ^= 1 << ((*rng)() % 8);
+        break;
+      case 1:  // Overwrite a byte with any byte.
+        if (!text.empty()) {
+          text[position(text.size())] = static_cast<char>((*rng)() & 0xff);
+        }
+        break;
+      case 2:  // Truncate.
+        text.resize(position(text.size() + 1));
+        break;
+      case 3:  // Insert a byte that matters to TOML.
+        text.insert(position(text.size() + 1), 1,
+                    kTomlBytes[position(kTomlByteCount)]);
+        break;
+      case 4: {  // Delete a run of bytes.
+        size_t start = position(text.size() + 1);
+        text.erase(start, (*rng)() % 16);
+        break;
+      }
+    }
+  }
+  return text;
+}
+
+TEST(RobustnessTest, DamagedShippedFileNeverCrashes) {
+  const std::string original = ReadText(ShippedConfigPath());
+  ASSERT_FALSE(original.empty());
+  std::mt19937_64 rng(20240611);
+  int accepted = 0;
+  for (int i = 0; i < 2000; ++i) {
+    std::string damaged = Mutate(original, &rng);
+    Options options;
+    Status status = ParseOptions(damaged, "fuzz.toml", {}, &options);
+    if (status.ok()) {
+      ++accepted;
+      EXPECT_TRUE(options.Validate().ok());
+      ExpectRoundTrip(options);
+    } else {
+      EXPECT_TRUE(status.IsInvalidArgument()) << status.ToString();
+      EXPECT_THAT(status.message(), HasSubstr("fuzz.toml: "));
+    }
+  }
+  // Damage inside comments is harmless, so some inputs must still load.
+  EXPECT_GT(accepted, 0);
+}
+
+}  // namespace
+}  // namespace spool

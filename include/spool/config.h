@@ -1,0 +1,110 @@
+// Configuration: TOML files and command-line overrides into spool::Options.
+//
+// A config file has four sections, [storage], [runtime], [writer] and [log];
+// config/spool.toml lists and documents every key. Loading is strict: an
+// unknown section or key, a value of the wrong type, an integer out of range
+// or an unknown enum name is an error, never silently ignored, because a
+// typo in a queue's config should stop it at startup rather than run it with
+// a default nobody chose.
+//
+// Every error is a Status (nothing throws). Messages name the source (file
+// path or "override"), the key as section.key, the reason, and the line when
+// known, e.g.
+//   config/spool.toml: runtime.workers: expected an integer in [1, 4096],
+//   got "four" (line 12)
+//
+// Thread safety: every function here is safe to call concurrently, provided
+// no two calls write the same Options or CommandLine object.
+
+#ifndef SPOOL_INCLUDE_CONFIG_H_
+#define SPOOL_INCLUDE_CONFIG_H_
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <spool/options.h>
+#include <spool/status.h>
+
+namespace spool {
+
+// Reads the TOML file at `path`, then applies `overrides` in order (each a
+// "section.key=value" string, see ApplyOverride), then runs
+// Options::Validate() on the result.
+//
+// Keys the file does not set keep the value *options has on entry: pass a
+// default-constructed Options to get the documented defaults for them.
+//
+// On success stores the result in *options and returns OK. On failure
+// *options is unchanged and the result is NotFound when the file does not
+// exist, IOError when it cannot be read, and InvalidArgument for everything
+// else (syntax, unknown keys, bad values, a failed Validate()).
+//
+// REQUIRES: options != nullptr.
+Status LoadOptions(const std::string& path,
+                   const std::vector<std::string>& overrides, Options* options);
+
+// Same as LoadOptions, but parses `toml_text` instead of reading a file.
+// `source_name` stands for the file in error messages (e.g. its path, or
+// "<inline>"). Empty text is a valid config that sets nothing.
+//
+// REQUIRES: options != nullptr.
+Status ParseOptions(std::string_view toml_text, std::string_view source_name,
+                    const std::vector<std::string>& overrides,
+                    Options* options);
+
+// Sets one key from a "section.key=value" assignment, such as
+// "runtime.workers=8" or "storage.path=/var/lib/spool". The value is
+// everything after the first '=', taken literally (no quotes needed for
+// strings); integers may carry a sign and TOML-style '_' separators. The
+// value is checked exactly as a file value for that key would be.
+//
+// Does not run Options::Validate(): the options may still be incomplete.
+// On failure returns InvalidArgument and leaves *options unchanged.
+//
+// REQUIRES: options != nullptr.
+Status ApplyOverride(std::string_view assignment, Options* options);
+
+// Renders `options` as a TOML config, one commented line per key, in the
+// order of config/spool.toml (for --print-config). Fields with no config
+// key, such as callback_executor, are left out. The output parses back, with
+// ParseOptions, to the same values of every configurable field, provided
+// options.path is valid UTF-8 (TOML strings must be).
+std::string DescribeOptions(const Options& options);
+
+// What ParseCommandLine found among a spool executable's arguments.
+struct CommandLine {
+  // The value of --config; empty when it was not given.
+  std::string config_path;
+  // The values of --set, in command-line order.
+  std::vector<std::string> overrides;
+  // Every argument ParseCommandLine does not handle, in order: positional
+  // arguments, flags the executable defines itself, and everything after
+  // "--".
+  std::vector<std::string> rest;
+  // --help was given.
+  bool help = false;
+  // --print-config was given.
+  bool print_config = false;
+};
+
+// Parses the configuration flags shared by spool's executables:
+//   --config FILE, --config=FILE   the config file (at most once)
+//   --set K=V, --set=K=V           an override, repeatable, applied in order
+//   --print-config                 sets print_config
+//   --help                         sets help
+//   --                             every later argument goes to `rest`
+// argv[0] (the program name) is skipped. A flag's value given as the next
+// argument must not begin with "--", so "--config --help" is an error rather
+// than a config file named "--help". Override syntax is not checked here;
+// LoadOptions checks it.
+//
+// On success fills *out (replacing what it held) and returns OK. On failure
+// returns InvalidArgument naming the flag, and *out is unchanged.
+//
+// REQUIRES: out != nullptr; argv[0..argc) are valid strings.
+Status ParseCommandLine(int argc, char** argv, CommandLine* out);
+
+}  // namespace spool
+
+#endif  // SPOOL_INCLUDE_CONFIG_H_
