@@ -64,8 +64,14 @@ Status Options::Validate() const {
     return bad("writer.max_batch must be in [1, 1000000], got " +
                std::to_string(writer_max_batch));
   }
-  if (close_timeout.count() < 0) {
-    return bad("runtime.close_timeout_ms must be >= 0");
+  // A day is far beyond any sane shutdown, and keeps deadline arithmetic in
+  // nanoseconds from overflowing.
+  if (close_timeout.count() < 0 || close_timeout > std::chrono::hours(24)) {
+    return bad("runtime.close_timeout_ms must be in [0, 86400000], got " +
+               std::to_string(close_timeout.count()));
+  }
+  if (static_cast<int>(log_level) > static_cast<int>(LogLevel::kOff)) {
+    return bad("log.level is out of range");
   }
   return Status::OK();
 }

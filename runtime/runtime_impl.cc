@@ -161,12 +161,16 @@ Status RuntimeImpl::OpenInternal() {
   actors::scheduler_actor scheduler = scheduler_;
   clock_listener_ = clock_->AddListener(
       [scheduler] { caf::anon_send(scheduler, actors::tick_atom::value); });
+  opened_ = true;
   return Status::OK();
 }
 
 RuntimeImpl::~RuntimeImpl() {
-  Close().Wait();
+  // A runtime whose open failed has nothing to close: OpenInternal already
+  // released what it had made.
+  if (opened_) Close().Wait();
   if (closer_.joinable()) closer_.join();
+  if (own_executor_) own_executor_->Shutdown();
 }
 
 Status RuntimeImpl::RegisterHandler(std::string_view type, Handler handler,

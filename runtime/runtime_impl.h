@@ -91,6 +91,8 @@ class RuntimeImpl final : public Runtime {
   std::shared_ptr<const actors::HandlerRegistry> registry_;
   std::atomic<bool> started_{false};
 
+  // Set once OpenInternal succeeded; only an opened runtime is closed.
+  bool opened_ = false;
   std::atomic<bool> closed_{false};
   std::atomic<int64_t> calls_in_flight_{0};
   std::mutex close_mutex_;

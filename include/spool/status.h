@@ -25,9 +25,10 @@ class [[nodiscard]] Status {
     kOk = 0,
     // The named task, type or key does not exist.
     kNotFound = 1,
-    // Stored data failed verification (a damaged record, a bad config file).
+    // Stored data failed verification (a damaged task record).
     kCorruption = 2,
-    // The caller passed something spool rejects; the message says what.
+    // The caller passed something spool rejects (an argument, a config file);
+    // the message says what.
     kInvalidArgument = 3,
     // The disk or the storage engine failed.
     kIOError = 4,

@@ -1,0 +1,139 @@
+// A process for crash tests to kill. It reports on stdout, one line per
+// event, so that the parent knows what was acknowledged before the kill.
+//
+//   crash_child enqueue DIR          enqueues forever; "ack ID" per stored task
+//   crash_child hang DIR N           enqueues N tasks whose handler prints
+//                                    "started ID ATTEMPT" and never returns
+//   crash_child suicide DIR [--enqueue]
+//                                    runs tasks whose handler kills the
+//                                    process; with --enqueue adds one first
+
+#include <spool/runtime.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <thread>
+
+namespace {
+
+using namespace std::chrono_literals;
+
+void Say(const std::string& line) {
+  std::string out = line + "\n";
+  // One write per line: atomic on a pipe, and not buffered in the process.
+  ssize_t ignored = write(STDOUT_FILENO, out.data(), out.size());
+  (void)ignored;
+}
+
+[[noreturn]] void Die(const spool::Status& s) {
+  std::fprintf(stderr, "crash_child: %s\n", s.ToString().c_str());
+  std::exit(2);
+}
+
+std::unique_ptr<spool::Runtime> OpenAt(const std::string& dir) {
+  spool::Options options;
+  options.path = dir;
+  options.workers = 4;
+  std::unique_ptr<spool::Runtime> runtime;
+  spool::Status s = spool::Runtime::Open(options, &runtime);
+  if (!s.ok()) Die(s);
+  return runtime;
+}
+
+int EnqueueForever(const std::string& dir) {
+  auto runtime = OpenAt(dir);
+  spool::Status s = runtime->RegisterHandler(
+      "work", [](spool::TaskContext&) { return spool::Status::OK(); });
+  if (!s.ok()) Die(s);
+  std::mutex mutex;
+  std::condition_variable room;
+  int in_flight = 0;
+  for (uint64_t i = 0;; ++i) {
+    {
+      std::unique_lock<std::mutex> lock(mutex);
+      room.wait(lock, [&] { return in_flight < 64; });
+      ++in_flight;
+    }
+    spool::Ticket ticket = runtime->Enqueue("work", "payload " + std::to_string(i));
+    ticket.stored.Then([&](const spool::Result<spool::TaskId>& stored) {
+      if (stored.ok()) Say("ack " + std::to_string(*stored));
+      std::lock_guard<std::mutex> lock(mutex);
+      --in_flight;
+      room.notify_one();
+    });
+  }
+}
+
+int Hang(const std::string& dir, int count) {
+  auto runtime = OpenAt(dir);
+  spool::HandlerOptions handler_options;
+  handler_options.retry = spool::RetryPolicy::Fixed(3, 0us);
+  spool::Status s = runtime->RegisterHandler(
+      "work",
+      [](spool::TaskContext& task) {
+        Say("started " + std::to_string(task.id()) + " " +
+            std::to_string(task.attempt()));
+        for (;;) std::this_thread::sleep_for(1h);
+        return spool::Status::OK();
+      },
+      handler_options);
+  if (!s.ok()) Die(s);
+  for (int i = 0; i < count; ++i) {
+    const auto& stored = runtime->Enqueue("work", "x").stored.Wait();
+    if (!stored.ok()) Die(stored.status());
+  }
+  s = runtime->Start();
+  if (!s.ok()) Die(s);
+  for (;;) std::this_thread::sleep_for(1h);
+}
+
+int Suicide(const std::string& dir, bool enqueue) {
+  auto runtime = OpenAt(dir);
+  spool::HandlerOptions handler_options;
+  handler_options.retry = spool::RetryPolicy::Fixed(3, 0us);
+  spool::Status s = runtime->RegisterHandler(
+      "work",
+      [](spool::TaskContext& task) {
+        Say("started " + std::to_string(task.id()) + " " +
+            std::to_string(task.attempt()));
+        std::raise(SIGKILL);
+        return spool::Status::OK();
+      },
+      handler_options);
+  if (!s.ok()) Die(s);
+  if (enqueue) {
+    const auto& stored = runtime->Enqueue("work", "x").stored.Wait();
+    if (!stored.ok()) Die(stored.status());
+    Say("enqueued " + std::to_string(*stored));
+  }
+  s = runtime->Start();
+  if (!s.ok()) Die(s);
+  // Nothing to run (the task failed for good): say so and leave.
+  const auto& drained = runtime->Drain().Wait();
+  if (!drained.ok()) Die(drained.status());
+  Say("idle");
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc >= 3 && std::strcmp(argv[1], "enqueue") == 0) {
+    return EnqueueForever(argv[2]);
+  }
+  if (argc >= 4 && std::strcmp(argv[1], "hang") == 0) {
+    return Hang(argv[2], std::atoi(argv[3]));
+  }
+  if (argc >= 3 && std::strcmp(argv[1], "suicide") == 0) {
+    return Suicide(argv[2], argc >= 4 && std::strcmp(argv[3], "--enqueue") == 0);
+  }
+  std::fprintf(stderr, "usage: crash_child enqueue|hang|suicide DIR ...\n");
+  return 2;
+}

@@ -1,0 +1,149 @@
+// Real processes killed with SIGKILL: what was acknowledged survives, what
+// was running is recovered, and a task that kills its process cannot loop.
+
+#include <spool/runtime.h>
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <set>
+
+#include "runtime/test_hooks.h"
+#include "tests/child_process.h"
+#include "tests/testing.h"
+
+namespace spool {
+namespace {
+
+using namespace std::chrono_literals;
+using spool::testing::ChildProcess;
+using spool::testing::TempDir;
+
+constexpr auto kWait = 60s;
+
+std::unique_ptr<Runtime> OpenOrDie(const std::string& path) {
+  Options options;
+  options.path = path;
+  std::unique_ptr<Runtime> runtime;
+  Status s = Runtime::Open(options, &runtime);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  return runtime;
+}
+
+template <class T>
+Result<T> Await(const Future<T>& future) {
+  EXPECT_TRUE(future.WaitFor(kWait)) << "timed out";
+  return future.Wait();
+}
+
+TEST(CrashTest, AcknowledgedEnqueuesSurviveSigkill) {
+  TempDir dir;
+  std::set<TaskId> acked;
+  for (int round = 0; round < 3; ++round) {
+    ChildProcess child({SPOOL_CRASH_CHILD, "enqueue", dir.Sub("q")});
+    // Kill at a different depth each round, while enqueues are in flight.
+    size_t target = acked.size() + 50 + 700 * round;
+    while (acked.size() < target) {
+      auto line = child.ReadLine(kWait);
+      ASSERT_TRUE(line.has_value()) << "child stopped acknowledging";
+      ASSERT_EQ(line->rfind("ack ", 0), 0u) << *line;
+      acked.insert(std::stoull(line->substr(4)));
+    }
+    child.Kill();
+  }
+  auto runtime = OpenOrDie(dir.Sub("q"));
+  for (TaskId id : acked) {
+    auto info = Await(runtime->GetTask(id));
+    ASSERT_TRUE(info.ok()) << "acknowledged task " << id
+                           << " is missing: " << info.status().ToString();
+    EXPECT_EQ(info->status, TaskStatus::kPending);
+  }
+  auto counts = Await(runtime->CountByStatus());
+  ASSERT_TRUE(counts.ok());
+  EXPECT_GE(counts->of(TaskStatus::kPending), acked.size());
+}
+
+TEST(CrashTest, RunningTasksAreRecoveredWithTheirAttemptCounted) {
+  TempDir dir;
+  std::set<TaskId> started;
+  {
+    ChildProcess child({SPOOL_CRASH_CHILD, "hang", dir.Sub("q"), "8"});
+    while (started.size() < 4) {  // the child has 4 workers
+      auto line = child.ReadLine(kWait);
+      ASSERT_TRUE(line.has_value()) << "child never started its tasks";
+      ASSERT_EQ(line->rfind("started ", 0), 0u) << *line;
+      started.insert(std::stoull(line->substr(8)));
+    }
+    child.Kill();
+  }
+  auto runtime = OpenOrDie(dir.Sub("q"));
+  auto counts = Await(runtime->CountByStatus());
+  ASSERT_TRUE(counts.ok());
+  EXPECT_EQ(counts->of(TaskStatus::kRunning), 0u);
+  EXPECT_EQ(counts->of(TaskStatus::kRetryScheduled), 4u);
+  EXPECT_EQ(counts->of(TaskStatus::kPending), 4u);
+  for (TaskId id : started) {
+    auto info = Await(runtime->GetTask(id));
+    ASSERT_TRUE(info.ok());
+    EXPECT_EQ(info->status, TaskStatus::kRetryScheduled);
+    EXPECT_EQ(info->attempts, 1u);
+    EXPECT_NE(info->last_error.find("interrupted"), std::string::npos);
+  }
+  std::mutex mutex;
+  std::map<TaskId, uint32_t> attempts_seen;
+  ASSERT_TRUE(runtime
+                  ->RegisterHandler("work",
+                                    [&](TaskContext& task) {
+                                      std::lock_guard<std::mutex> lock(mutex);
+                                      attempts_seen[task.id()] = task.attempt();
+                                      return Status::OK();
+                                    })
+                  .ok());
+  ASSERT_TRUE(runtime->Start().ok());
+  ASSERT_TRUE(Await(runtime->Drain()).ok());
+  EXPECT_EQ(attempts_seen.size(), 8u);
+  for (TaskId id : started) EXPECT_EQ(attempts_seen[id], 2u) << id;
+  counts = Await(runtime->CountByStatus());
+  EXPECT_EQ(counts->of(TaskStatus::kSucceeded), 8u);
+}
+
+TEST(CrashTest, AHandlerThatKillsItsProcessEndsFailedWithoutLooping) {
+  TempDir dir;
+  int crashes = 0;
+  bool idle = false;
+  for (int run = 0; run < 6 && !idle; ++run) {
+    std::vector<std::string> args = {SPOOL_CRASH_CHILD, "suicide", dir.Sub("q")};
+    if (run == 0) args.push_back("--enqueue");
+    ChildProcess child(args);
+    for (;;) {
+      auto line = child.ReadLine(kWait);
+      if (!line) break;  // the handler killed the child
+      if (*line == "idle") idle = true;
+      if (line->rfind("started ", 0) == 0) ++crashes;
+    }
+    auto status = child.Wait(kWait);
+    ASSERT_TRUE(status.has_value());
+  }
+  EXPECT_TRUE(idle) << "the task kept running after its attempts ran out";
+  EXPECT_EQ(crashes, 3);
+  auto runtime = OpenOrDie(dir.Sub("q"));
+  auto counts = Await(runtime->CountByStatus());
+  ASSERT_TRUE(counts.ok());
+  EXPECT_EQ(counts->of(TaskStatus::kFailed), 1u);
+  EXPECT_EQ(counts->total(), 1u);
+}
+
+TEST(CrashTest, ASecondProcessCannotOpenAHeldDirectory) {
+  TempDir dir;
+  ChildProcess child({SPOOL_CRASH_CHILD, "hang", dir.Sub("q"), "1"});
+  ASSERT_TRUE(child.ReadLine(kWait).has_value());
+  Options options;
+  options.path = dir.Sub("q");
+  std::unique_ptr<Runtime> runtime;
+  Status s = Runtime::Open(options, &runtime);
+  EXPECT_TRUE(s.IsBusy()) << s.ToString();
+  EXPECT_NE(s.message().find(dir.Sub("q")), std::string::npos) << s.ToString();
+}
+
+}  // namespace
+}  // namespace spool
