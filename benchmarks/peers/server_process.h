@@ -116,7 +116,7 @@ struct LaunchSpec {
   // Returns OK once the server on `port` answers and is the process `pid`
   // (not some other program that happens to hold the port). Called every
   // 20 ms until it succeeds, the server exits, or the start timeout passes;
-  // it must itself return within a fraction of a second.
+  // it must bound its own waits (a few seconds at most).
   std::function<Status(uint16_t port, pid_t pid)> probe;
   std::chrono::milliseconds start_timeout = std::chrono::seconds(30);
 };

@@ -196,10 +196,9 @@ class SqliteClient final : public PeerClient {
     sqlite3_stmt* claim = claim_.get();
     sqlite3_bind_int64(claim, 1, NowMs());
     int rc = sqlite3_step(claim);
-    if (rc == SQLITE_DONE) {
+    if (rc == SQLITE_DONE) {  // Nothing pending; nothing written.
       sqlite3_reset(claim);
-      s = Commit();
-      return s.ok() ? Status::NotFound("sqlite: no pending task") : s;
+      return Abort(Status::NotFound("sqlite: no pending task"));
     }
     if (rc != SQLITE_ROW) {
       sqlite3_reset(claim);
