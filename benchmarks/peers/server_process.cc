@@ -285,8 +285,9 @@ Result<std::unique_ptr<ChildProcess>> ChildProcess::Start(
   plan.error_fd = error_write.get();
 
   pid_t pid = fork();
-  if (pid < 0)
+  if (pid < 0) {
     return Status::IOError("fork for " + name + ": " + ErrnoText(errno));
+  }
   if (pid == 0) RunChild(plan);
 
   // The child does this too; whichever runs first wins, so that Stop can

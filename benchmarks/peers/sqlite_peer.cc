@@ -18,7 +18,11 @@
 namespace spool::bench {
 namespace {
 
-constexpr int kBusyTimeoutMs = 10000;
+// How long a write waits for another connection's write lock. SQLite's
+// busy handler backs off in sleeps of up to 100 ms, and with 64 writing
+// connections an unlucky one was seen waiting 5.6 s; a shorter timeout would
+// turn that starvation into spurious Busy errors.
+constexpr int kBusyTimeoutMs = 30000;
 
 // Task states in the status column.
 constexpr int kPending = 0;
