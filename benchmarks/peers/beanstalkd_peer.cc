@@ -208,8 +208,10 @@ bool ParseAfter(const std::string& line, std::string_view prefix,
   return errno == 0 && end != line.c_str() + prefix.size();
 }
 
-// Maps a put reply other than INSERTED to an error.
-Status PutError(const std::string& reply) {
+// OK for "INSERTED <id>", else the error the reply means.
+Status PutReplyStatus(const std::string& reply) {
+  unsigned long long id;
+  if (ParseAfter(reply, "INSERTED ", &id)) return Status::OK();
   if (reply == "JOB_TOO_BIG") {
     return Status::InvalidArgument("beanstalkd: job larger than " +
                                    std::to_string(kMaxJobBytes) + " bytes");
@@ -256,10 +258,16 @@ class BeanstalkdClient final : public PeerClient {
       for (size_t i = 0; i < batch; ++i) AppendPut(&request_, type, payload);
       Status s = connection_->Send(request_);
       if (!s.ok()) return s;
+      // Every reply is read, even after an error reply, so that the next
+      // call does not read this batch's leftovers.
+      Status first_error;
       for (size_t i = 0; i < batch; ++i) {
-        s = ReadPutReply();
-        if (!s.ok()) return s;
+        Result<std::string> reply = connection_->ReadLine();
+        if (!reply.ok()) return reply.status();  // The connection is gone.
+        s = PutReplyStatus(*reply);
+        if (first_error.ok()) first_error = s;
       }
+      if (!first_error.ok()) return first_error;
       done += batch;
     }
     return Status::OK();
@@ -296,9 +304,7 @@ class BeanstalkdClient final : public PeerClient {
   Status ReadPutReply() {
     Result<std::string> reply = connection_->ReadLine();
     if (!reply.ok()) return reply.status();
-    unsigned long long id;
-    if (ParseAfter(*reply, "INSERTED ", &id)) return Status::OK();
-    return PutError(*reply);
+    return PutReplyStatus(*reply);
   }
 
   std::unique_ptr<Connection> connection_;

@@ -224,13 +224,18 @@ class RedisClient final : public PeerClient {
           return Status::IOError(std::string("redis: preload: ") + c_->errstr);
         }
       }
+      // Every reply is read, even after an error reply, so that the next
+      // call does not read this batch's leftovers.
+      Status first_error;
       for (size_t i = 0; i < batch; ++i) {
         void* raw = nullptr;
         if (redisGetReply(c_.get(), &raw) != REDIS_OK) raw = nullptr;
         ReplyPtr reply(static_cast<redisReply*>(raw));
         Status s = ReplyStatus(c_.get(), reply.get(), "preload");
-        if (!s.ok()) return s;
+        if (first_error.ok()) first_error = s;
+        if (c_->err) break;  // The connection is gone.
       }
+      if (!first_error.ok()) return first_error;
       done += batch;
     }
     return Status::OK();
