@@ -1,0 +1,134 @@
+// JsonWriter: builds JSON text straight into a caller-owned std::string.
+//
+// Readers answer list and get queries with one JSON buffer that the HTTP
+// layer sends as is, so the writer emits bytes directly, with no document
+// object and no allocation per value (only the output string grows). The
+// caller keeps one std::string per reader and clears it between queries, so
+// after warm-up a query allocates nothing at all.
+//
+// The output is always valid UTF-8 and valid RFC 8259 JSON, provided the
+// caller nests Begin/End calls properly and passes only valid JSON to Raw():
+//   - strings are escaped exactly: '"', '\\' and U+0000..U+001F are escaped
+//     (with the short forms \b \f \n \r \t where JSON has them), U+2028 and
+//     U+2029 become \u2028 and \u2029 so the text can be embedded in
+//     JavaScript source, and invalid UTF-8 is replaced by U+FFFD, one per
+//     maximal subpart (Unicode 15, section 3.9, "U+FFFD Substitution of
+//     Maximal Subparts"), so no input can make the output invalid;
+//   - NaN and infinities, which JSON cannot express, are written as null.
+//
+// Thread safety: a JsonWriter is used by one thread at a time.
+
+#ifndef SPOOL_STORAGE_JSON_WRITER_H_
+#define SPOOL_STORAGE_JSON_WRITER_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace spool::storage {
+
+// Appends `text` to *out as a JSON string literal: quoted and escaped as
+// described above. Never fails.
+void AppendJsonString(std::string_view text, std::string* out);
+
+// Appends the standard base64 encoding of `bytes` (RFC 4648 section 4: the
+// "+/" alphabet, '=' padding, no line breaks) to *out, without quotes.
+void AppendBase64(std::string_view bytes, std::string* out);
+
+// Returns whether `text` is exactly one JSON value per RFC 8259, optionally
+// surrounded by whitespace, and safe to copy verbatim into a JSON document.
+// Stricter than the RFC's grammar in two ways, both for safety when the text
+// is embedded: the text must be valid UTF-8 (RFC 8259 section 8.1 requires it
+// between systems), and a \u escape must not leave a surrogate unpaired
+// (RFC 7493, I-JSON). Nesting deeper than kMaxJsonDepth is rejected so that
+// hostile input cannot exhaust memory or time. Runs in linear time, without
+// recursion and without allocating.
+bool IsValidJson(std::string_view text);
+
+// The deepest nesting of arrays and objects IsValidJson accepts.
+inline constexpr size_t kMaxJsonDepth = 512;
+
+// Emits one JSON value (usually an array or an object) into a string.
+//
+// The writer inserts the commas and colons; the caller states the structure:
+//
+//   std::string out;
+//   JsonWriter w(&out);
+//   w.BeginObject();
+//   w.Key("id");
+//   w.Uint(42);
+//   w.Key("tags");
+//   w.BeginArray();
+//   w.String("a");
+//   w.String("b");
+//   w.EndArray();
+//   w.EndObject();        // out == R"({"id":42,"tags":["a","b"]})"
+//
+// REQUIRES (checked by assert in debug builds, up to 64 levels deep): every
+// Begin has its matching End; inside an object, Key() precedes each value;
+// Key() is used only inside an object. The writer does not check that keys
+// are unique.
+class JsonWriter {
+ public:
+  // Appends to *out, which must outlive the writer. Existing contents are
+  // kept, so several writers may fill one buffer one after another.
+  explicit JsonWriter(std::string* out) : out_(out) {}
+
+  JsonWriter(const JsonWriter&) = delete;
+  JsonWriter& operator=(const JsonWriter&) = delete;
+
+  void BeginObject();
+  void EndObject();
+  void BeginArray();
+  void EndArray();
+
+  // The name of the next member of the current object; escaped like String.
+  void Key(std::string_view key);
+
+  // A string value, escaped; see the file comment.
+  void String(std::string_view value);
+  void Int(int64_t value);
+  void Uint(uint64_t value);
+  // The shortest decimal text that reads back as exactly `value`; NaN and
+  // infinities are written as null.
+  void Double(double value);
+  void Bool(bool value);
+  void Null();
+
+  // Copies `json` as one value. The text is copied verbatim except that raw
+  // U+2028 and U+2029 (which valid JSON can hold only inside strings, where
+  // the escape means the same) are rewritten as \u2028 and \u2029, as
+  // String() writes them.
+  // REQUIRES: `json` is one valid JSON value (see IsValidJson).
+  void Raw(std::string_view json);
+
+  // A string value holding the base64 encoding of `bytes` (see AppendBase64).
+  void Base64(std::string_view bytes);
+
+  // The buffer being written.
+  std::string* output() const { return out_; }
+
+ private:
+  // Writes the comma that separates this value from the previous one, if
+  // any, and updates the debug nesting state.
+  void BeforeValue();
+  void BeginContainer(char open, bool is_object);
+  void EndContainer(char close, bool is_object);
+
+  std::string* out_;
+  // True once a value or member has been written at the current level, so
+  // the next one needs a comma. Key() clears it so its value gets none.
+  bool need_comma_ = false;
+
+  // Debug-only bookkeeping for the REQUIRES clause; kept in every build so
+  // the class has one layout regardless of NDEBUG. Bit i of object_bits_ is
+  // set when level i (0 = outermost) is an object.
+  uint64_t object_bits_ = 0;
+  uint32_t depth_ = 0;
+  bool after_key_ = false;
+};
+
+}  // namespace spool::storage
+
+#endif  // SPOOL_STORAGE_JSON_WRITER_H_
