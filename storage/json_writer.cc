@@ -67,15 +67,23 @@ inline size_t FirstFlaggedByte(uint64_t mask) {
 #endif
 }
 
-// Advances `i` over bytes that need no work, eight at a time, stopping at
-// the first byte that may need work or when fewer than eight bytes remain.
+// Returns the offset of the first byte at or after `i` that may need work,
+// or `n` if there is none, examining eight bytes per step. The last partial
+// word is padded with spaces, which need no work, so short strings such as
+// object keys take the word-wise path too.
 inline size_t SkipPlainBytes(const char* p, size_t i, size_t n) {
   while (i + 8 <= n) {
     const uint64_t mask = NeedsWorkMask(Load64(p + i));
     if (mask != 0) return i + FirstFlaggedByte(mask);
     i += 8;
   }
-  return i;
+  if (i < n) {
+    uint64_t word = kOnes * ' ';
+    std::memcpy(&word, p + i, n - i);
+    const uint64_t mask = NeedsWorkMask(word);
+    return mask == 0 ? n : i + FirstFlaggedByte(mask);
+  }
+  return n;
 }
 
 // ---------------------------------------------------------------------------
@@ -174,8 +182,8 @@ void AppendEscaped(std::string_view text, std::string* out) {
     if (i >= n) break;
     const unsigned char c = u[i];
     if (c < 0x80) {
-      if (kAsciiEscapes[c] == 0) {  // A plain byte in the tail or a false
-        ++i;                        // positive on big-endian machines.
+      if (kAsciiEscapes[c] == 0) {  // Only on big-endian machines, where
+        ++i;                        // the scan cannot locate the byte.
         continue;
       }
       out->append(p + run_start, i - run_start);
@@ -183,21 +191,27 @@ void AppendEscaped(std::string_view text, std::string* out) {
       run_start = ++i;
       continue;
     }
+    // Non-ASCII. Well-formed sequences stay part of the run; consecutive
+    // ones (CJK or Cyrillic text has little else) are taken here without
+    // going back to the word scan.
     size_t bad_length = 0;
-    const size_t length = Utf8SequenceLength(u + i, n - i, &bad_length);
+    size_t length = Utf8SequenceLength(u + i, n - i, &bad_length);
+    while (length != 0 && !(length == 3 && IsLineOrParagraphSeparator(u + i))) {
+      i += length;
+      if (i == n || u[i] < 0x80) break;
+      length = Utf8SequenceLength(u + i, n - i, &bad_length);
+    }
+    if (i == n || u[i] < 0x80) continue;
+    // An ill-formed sequence or a separator at i.
+    out->append(p + run_start, i - run_start);
     if (length == 0) {
-      out->append(p + run_start, i - run_start);
       out->append(kReplacementCharacter, 3);
       i += bad_length;
-      run_start = i;
-    } else if (length == 3 && IsLineOrParagraphSeparator(u + i)) {
-      out->append(p + run_start, i - run_start);
+    } else {
       out->append(u[i + 2] == 0xA8 ? "\\u2028" : "\\u2029", 6);
       i += 3;
-      run_start = i;
-    } else {
-      i += length;  // Valid UTF-8 stays part of the run.
     }
+    run_start = i;
   }
   out->append(p + run_start, n - run_start);
 }
@@ -218,194 +232,186 @@ inline int HexValue(unsigned char c) {
   return -1;
 }
 
-// A cursor over the text being validated. Each Consume* function starts at
-// the first byte of its token and, on success, leaves the cursor after it.
-class JsonValidator {
- public:
-  explicit JsonValidator(std::string_view text)
-      : p_(reinterpret_cast<const unsigned char*>(text.data())),
-        begin_(p_),
-        end_(p_ + text.size()) {}
+// The validator's scanners take the position of a token's first byte and
+// return the position after the token, or nullptr if the token is invalid.
+// `end` is one past the text's last byte.
+using Byte = unsigned char;
 
-  bool Run();
-
- private:
-  enum class Expect { kValue, kMemberKey, kAfterValue };
-
-  bool AtEnd() const { return p_ == end_; }
-  void SkipWhitespace() {
-    while (p_ != end_ && IsJsonWhitespace(*p_)) ++p_;
-  }
-  bool ConsumeString();
-  bool ConsumeHex4(uint32_t* code_unit);
-  bool ConsumeNumber();
-  bool ConsumeDigits();
-  bool ConsumeLiteral(std::string_view word);
-
-  const unsigned char* p_;
-  const unsigned char* const begin_;
-  const unsigned char* const end_;
-};
-
-bool JsonValidator::ConsumeHex4(uint32_t* code_unit) {
-  if (end_ - p_ < 4) return false;
-  uint32_t value = 0;
-  for (int k = 0; k < 4; ++k) {
-    const int digit = HexValue(p_[k]);
-    if (digit < 0) return false;
-    value = (value << 4) | static_cast<uint32_t>(digit);
-  }
-  p_ += 4;
-  *code_unit = value;
-  return true;
+inline const Byte* SkipWhitespace(const Byte* p, const Byte* end) {
+  // Every whitespace byte is <= ' ', so most calls return at the first test.
+  while (p != end && *p <= ' ' && IsJsonWhitespace(*p)) ++p;
+  return p;
 }
 
-bool JsonValidator::ConsumeString() {
-  ++p_;  // The opening quote.
-  const char* base = reinterpret_cast<const char*>(begin_);
-  const size_t n = static_cast<size_t>(end_ - begin_);
-  while (true) {
-    p_ = begin_ + SkipPlainBytes(base, static_cast<size_t>(p_ - begin_), n);
-    if (AtEnd()) return false;  // Unterminated.
-    const unsigned char c = *p_;
-    if (c == '"') {
-      ++p_;
-      return true;
-    }
-    if (c < 0x20) return false;  // Raw control characters are not allowed.
-    if (c == '\\') {
-      ++p_;
-      if (AtEnd()) return false;
-      const unsigned char e = *p_++;
-      if (e == 'u') {
-        uint32_t unit;
-        if (!ConsumeHex4(&unit)) return false;
-        if (unit >= 0xDC00 && unit <= 0xDFFF) return false;  // Lone low.
-        if (unit >= 0xD800 && unit <= 0xDBFF) {
-          // A high surrogate must be followed by an escaped low surrogate.
-          if (end_ - p_ < 2 || p_[0] != '\\' || p_[1] != 'u') return false;
-          p_ += 2;
-          if (!ConsumeHex4(&unit)) return false;
-          if (unit < 0xDC00 || unit > 0xDFFF) return false;
-        }
-      } else if (e != '"' && e != '\\' && e != '/' && e != 'b' && e != 'f' &&
-                 e != 'n' && e != 'r' && e != 't') {
-        return false;
-      }
-      continue;
-    }
-    if (c < 0x80) {  // Plain ASCII seen by the byte-wise path.
-      ++p_;
-      continue;
-    }
-    size_t bad_length;
-    const size_t length =
-        Utf8SequenceLength(p_, static_cast<size_t>(end_ - p_), &bad_length);
-    if (length == 0) return false;
-    p_ += length;
-  }
-}
-
-bool JsonValidator::ConsumeDigits() {
-  if (AtEnd() || !IsDigit(*p_)) return false;
-  while (p_ != end_ && IsDigit(*p_)) ++p_;
-  return true;
+inline const Byte* ScanDigits(const Byte* p, const Byte* end) {
+  if (p == end || !IsDigit(*p)) return nullptr;
+  do {
+    ++p;
+  } while (p != end && IsDigit(*p));
+  return p;
 }
 
 // number = [ "-" ] ( "0" / 1-9 *DIGIT ) [ "." 1*DIGIT ]
 //          [ ( "e" / "E" ) [ "+" / "-" ] 1*DIGIT ]
-bool JsonValidator::ConsumeNumber() {
-  if (*p_ == '-') ++p_;
-  if (AtEnd()) return false;
-  if (*p_ == '0') {
-    ++p_;  // No leading zeros: "01" fails at the caller's next token.
-  } else if (!ConsumeDigits()) {
-    return false;
+const Byte* ScanNumber(const Byte* p, const Byte* end) {
+  if (*p == '-') ++p;
+  if (p != end && *p == '0') {
+    ++p;  // No leading zeros: in "01" the '1' fails as the next token.
+  } else {
+    p = ScanDigits(p, end);
+    if (p == nullptr) return nullptr;
   }
-  if (p_ != end_ && *p_ == '.') {
-    ++p_;
-    if (!ConsumeDigits()) return false;
+  if (p != end && *p == '.') {
+    p = ScanDigits(p + 1, end);
+    if (p == nullptr) return nullptr;
   }
-  if (p_ != end_ && (*p_ == 'e' || *p_ == 'E')) {
-    ++p_;
-    if (p_ != end_ && (*p_ == '+' || *p_ == '-')) ++p_;
-    if (!ConsumeDigits()) return false;
+  if (p != end && (*p == 'e' || *p == 'E')) {
+    ++p;
+    if (p != end && (*p == '+' || *p == '-')) ++p;
+    p = ScanDigits(p, end);
   }
-  return true;
+  return p;
 }
 
-bool JsonValidator::ConsumeLiteral(std::string_view word) {
-  if (static_cast<size_t>(end_ - p_) < word.size() ||
-      std::memcmp(p_, word.data(), word.size()) != 0) {
-    return false;
+// Reads four hex digits at p into *code_unit.
+inline const Byte* ScanHex4(const Byte* p, const Byte* end,
+                            uint32_t* code_unit) {
+  if (end - p < 4) return nullptr;
+  uint32_t value = 0;
+  for (int k = 0; k < 4; ++k) {
+    const int digit = HexValue(p[k]);
+    if (digit < 0) return nullptr;
+    value = (value << 4) | static_cast<uint32_t>(digit);
   }
-  p_ += word.size();
-  return true;
+  *code_unit = value;
+  return p + 4;
 }
 
-bool JsonValidator::Run() {
+// p is just after the opening quote.
+const Byte* ScanString(const Byte* p, const Byte* end) {
+  const auto* text = reinterpret_cast<const char*>(p);
+  const auto size = static_cast<size_t>(end - p);
+  size_t i = 0;
+  while (true) {
+    i = SkipPlainBytes(text, i, size);
+    if (i == size) return nullptr;  // Unterminated.
+    const Byte c = p[i];
+    if (c == '"') return p + i + 1;
+    if (c < 0x20) return nullptr;  // Raw control characters are not allowed.
+    if (c == '\\') {
+      if (++i == size) return nullptr;
+      const Byte e = p[i++];
+      if (e == 'u') {
+        uint32_t unit;
+        const Byte* q = ScanHex4(p + i, end, &unit);
+        if (q == nullptr) return nullptr;
+        if (unit >= 0xDC00 && unit <= 0xDFFF) return nullptr;  // Lone low.
+        if (unit >= 0xD800 && unit <= 0xDBFF) {
+          // A high surrogate must be followed by an escaped low surrogate.
+          if (end - q < 2 || q[0] != '\\' || q[1] != 'u') return nullptr;
+          q = ScanHex4(q + 2, end, &unit);
+          if (q == nullptr || unit < 0xDC00 || unit > 0xDFFF) return nullptr;
+        }
+        i = static_cast<size_t>(q - p);
+      } else if (e != '"' && e != '\\' && e != '/' && e != 'b' && e != 'f' &&
+                 e != 'n' && e != 'r' && e != 't') {
+        return nullptr;
+      }
+      continue;
+    }
+    if (c < 0x80) {  // Only on big-endian machines; see FirstFlaggedByte.
+      ++i;
+      continue;
+    }
+    size_t bad_length;
+    const size_t length = Utf8SequenceLength(p + i, size - i, &bad_length);
+    if (length == 0) return nullptr;
+    i += length;
+  }
+}
+
+inline const Byte* ScanLiteral(const Byte* p, const Byte* end,
+                               std::string_view word) {
+  if (static_cast<size_t>(end - p) < word.size() ||
+      std::memcmp(p, word.data(), word.size()) != 0) {
+    return nullptr;
+  }
+  return p + word.size();
+}
+
+// Scans one value, a scalar or a container's opening bracket. On '{' or '['
+// sets *opened to the bracket; otherwise leaves it 0.
+inline const Byte* ScanValueStart(const Byte* p, const Byte* end,
+                                  Byte* opened) {
+  switch (*p) {
+    case '{':
+    case '[':
+      *opened = *p;
+      return p + 1;
+    case '"':
+      return ScanString(p + 1, end);
+    case 't':
+      return ScanLiteral(p, end, "true");
+    case 'f':
+      return ScanLiteral(p, end, "false");
+    case 'n':
+      return ScanLiteral(p, end, "null");
+    default:
+      if (*p == '-' || IsDigit(*p)) return ScanNumber(p, end);
+      return nullptr;
+  }
+}
+
+bool ValidateJson(const Byte* p, const Byte* const end) {
   // Bit d is set when nesting level d is an object. A fixed-size set keeps
   // validation allocation-free; kMaxJsonDepth bounds it.
   std::bitset<kMaxJsonDepth> is_object;
   size_t depth = 0;
-  Expect expect = Expect::kValue;
+  bool expect_key = false;  // After '{' or a ',' inside an object.
   while (true) {
-    SkipWhitespace();
-    if (expect == Expect::kAfterValue) {
-      if (depth == 0) return AtEnd();
-      if (AtEnd()) return false;
-      const unsigned char c = *p_++;
-      const bool in_object = is_object[depth - 1];
-      if (c == ',') {
-        expect = in_object ? Expect::kMemberKey : Expect::kValue;
-      } else if (c == (in_object ? '}' : ']')) {
-        --depth;
-      } else {
-        return false;
-      }
-      continue;
+    // Here a value (or, with expect_key, a member name) is due.
+    p = SkipWhitespace(p, end);
+    if (p == end) return false;
+    if (expect_key) {
+      if (*p != '"') return false;
+      p = ScanString(p + 1, end);
+      if (p == nullptr) return false;
+      p = SkipWhitespace(p, end);
+      if (p == end || *p != ':') return false;
+      p = SkipWhitespace(p + 1, end);
+      if (p == end) return false;
     }
-    if (AtEnd()) return false;
-    if (expect == Expect::kMemberKey) {
-      if (*p_ != '"' || !ConsumeString()) return false;
-      SkipWhitespace();
-      if (AtEnd() || *p_ != ':') return false;
-      ++p_;
-      expect = Expect::kValue;
-      continue;
-    }
-    // Expect::kValue.
-    const unsigned char c = *p_;
-    if (c == '{' || c == '[') {
+    Byte opened = 0;
+    p = ScanValueStart(p, end, &opened);
+    if (p == nullptr) return false;
+    if (opened != 0) {
+      // The limit counts empty containers too.
       if (depth == kMaxJsonDepth) return false;
-      ++p_;
-      SkipWhitespace();
-      const char close = c == '{' ? '}' : ']';
-      if (p_ != end_ && *p_ == close) {  // Empty container.
-        ++p_;
-        expect = Expect::kAfterValue;
+      const Byte close = opened == '{' ? '}' : ']';
+      p = SkipWhitespace(p, end);
+      if (p != end && *p == close) {
+        ++p;  // An empty container is a complete value.
+      } else {
+        is_object[depth++] = opened == '{';
+        expect_key = opened == '{';
         continue;
       }
-      is_object[depth++] = c == '{';
-      expect = c == '{' ? Expect::kMemberKey : Expect::kValue;
-      continue;
     }
-    bool ok;
-    if (c == '"') {
-      ok = ConsumeString();
-    } else if (c == '-' || IsDigit(c)) {
-      ok = ConsumeNumber();
-    } else if (c == 't') {
-      ok = ConsumeLiteral("true");
-    } else if (c == 'f') {
-      ok = ConsumeLiteral("false");
-    } else if (c == 'n') {
-      ok = ConsumeLiteral("null");
-    } else {
-      ok = false;
+    // A value is complete: close containers until a ',' asks for more.
+    while (true) {
+      p = SkipWhitespace(p, end);
+      if (depth == 0) return p == end;
+      if (p == end) return false;
+      const bool in_object = is_object[depth - 1];
+      if (*p == ',') {
+        ++p;
+        expect_key = in_object;
+        break;
+      }
+      if (*p != (in_object ? '}' : ']')) return false;
+      ++p;
+      --depth;
     }
-    if (!ok) return false;
-    expect = Expect::kAfterValue;
   }
 }
 
@@ -473,23 +479,65 @@ void AppendBase64(std::string_view bytes, std::string* out) {
   }
 }
 
-bool IsValidJson(std::string_view text) { return JsonValidator(text).Run(); }
+bool IsValidJson(std::string_view text) {
+  const auto* p = reinterpret_cast<const Byte*>(text.data());
+  return ValidateJson(p, p + text.size());
+}
 
 // ---------------------------------------------------------------------------
 // JsonWriter
 
-void JsonWriter::BeforeValue() {
+namespace {
+
+// Strings up to this long that need no escaping are quoted in a stack
+// buffer and appended with one call, the common case for keys and enum-like
+// values.
+constexpr size_t kShortStringMax = 48;
+
+// Appends `text` quoted, preceded by `,` if `comma` and followed by `:` if
+// `colon`, with a single append. Returns false, having appended nothing, if
+// `text` is too long or needs escaping.
+inline bool AppendShortPlainString(std::string_view text, bool comma,
+                                   bool colon, std::string* out) {
+  if (text.size() > kShortStringMax ||
+      SkipPlainBytes(text.data(), 0, text.size()) != text.size()) {
+    return false;
+  }
+  char buffer[kShortStringMax + 4];
+  size_t n = 0;
+  if (comma) buffer[n++] = ',';
+  buffer[n++] = '"';
+  std::memcpy(buffer + n, text.data(), text.size());
+  n += text.size();
+  buffer[n++] = '"';
+  if (colon) buffer[n++] = ':';
+  out->append(buffer, n);
+  return true;
+}
+
+// Appends the text in buffer[1, end), preceded by the comma that the caller
+// has stored in buffer[0] if `comma`, with a single append.
+inline void AppendWithComma(const char* buffer, const char* end, bool comma,
+                            std::string* out) {
+  const char* begin = comma ? buffer : buffer + 1;
+  out->append(begin, static_cast<size_t>(end - begin));
+}
+
+}  // namespace
+
+bool JsonWriter::StartValue() {
   // Inside an object every value must follow a Key().
   assert(depth_ == 0 || depth_ > 64 || !((object_bits_ >> (depth_ - 1)) & 1) ||
          after_key_);
-  if (need_comma_) out_->push_back(',');
+  const bool comma = need_comma_;
   need_comma_ = true;
   after_key_ = false;
+  return comma;
 }
 
 void JsonWriter::BeginContainer(char open, bool is_object) {
-  BeforeValue();
-  out_->push_back(open);
+  const char text[2] = {',', open};
+  AppendWithComma(text, text + 2, StartValue(), out_);
   need_comma_ = false;
   if (depth_ < 64) {
     const uint64_t bit = uint64_t{1} << depth_;
@@ -513,72 +561,85 @@ void JsonWriter::EndObject() { EndContainer('}', true); }
 void JsonWriter::BeginArray() { BeginContainer('[', false); }
 void JsonWriter::EndArray() { EndContainer(']', false); }
 
-void JsonWriter::Key(std::string_view key) {
+bool JsonWriter::StartKey() {
   assert(depth_ > 0 && (depth_ > 64 || ((object_bits_ >> (depth_ - 1)) & 1)) &&
          "Key outside an object");
   assert(!after_key_ && "two keys in a row");
-  if (need_comma_) out_->push_back(',');
-  AppendJsonString(key, out_);
-  out_->push_back(':');
+  const bool comma = need_comma_;
   need_comma_ = false;
   after_key_ = true;
+  return comma;
+}
+
+bool JsonWriter::IsPlainLiteral(const char* key, size_t size) {
+  for (size_t i = 0; i < size; ++i) {
+    const auto c = static_cast<unsigned char>(key[i]);
+    if (c < 0x20 || c >= 0x7F || c == '"' || c == '\\') return false;
+  }
+  return true;
+}
+
+void JsonWriter::Key(std::string_view key) {
+  const bool comma = StartKey();
+  if (AppendShortPlainString(key, comma, /*colon=*/true, out_)) return;
+  if (comma) out_->push_back(',');
+  AppendJsonString(key, out_);
+  out_->push_back(':');
 }
 
 void JsonWriter::String(std::string_view value) {
-  BeforeValue();
+  const bool comma = StartValue();
+  if (AppendShortPlainString(value, comma, /*colon=*/false, out_)) return;
+  if (comma) out_->push_back(',');
   AppendJsonString(value, out_);
 }
 
 void JsonWriter::Int(int64_t value) {
-  BeforeValue();
-  char buffer[24];
-  const auto result = std::to_chars(buffer, buffer + sizeof(buffer), value);
-  out_->append(buffer, static_cast<size_t>(result.ptr - buffer));
+  char buffer[24] = {','};
+  const auto result = std::to_chars(buffer + 1, buffer + sizeof(buffer), value);
+  AppendWithComma(buffer, result.ptr, StartValue(), out_);
 }
 
 void JsonWriter::Uint(uint64_t value) {
-  BeforeValue();
-  char buffer[24];
-  const auto result = std::to_chars(buffer, buffer + sizeof(buffer), value);
-  out_->append(buffer, static_cast<size_t>(result.ptr - buffer));
+  char buffer[24] = {','};
+  const auto result = std::to_chars(buffer + 1, buffer + sizeof(buffer), value);
+  AppendWithComma(buffer, result.ptr, StartValue(), out_);
 }
 
 void JsonWriter::Double(double value) {
-  BeforeValue();
   if (!std::isfinite(value)) {
-    out_->append("null", 4);
+    Null();
     return;
   }
   // std::to_chars without a format gives the shortest text that reads back
-  // exactly, e.g. "0.1", "1e+100", "-0"; all are valid JSON numbers. 32
-  // bytes hold the longest, "-2.2250738585072014e-308".
-  char buffer[32];
-  const auto result = std::to_chars(buffer, buffer + sizeof(buffer), value);
-  out_->append(buffer, static_cast<size_t>(result.ptr - buffer));
+  // exactly, e.g. "0.1", "1e+100", "-0"; all are valid JSON numbers. The
+  // longest, "-2.2250738585072014e-308", is 24 bytes.
+  char buffer[40] = {','};
+  const auto result = std::to_chars(buffer + 1, buffer + sizeof(buffer), value);
+  AppendWithComma(buffer, result.ptr, StartValue(), out_);
 }
 
 void JsonWriter::Bool(bool value) {
-  BeforeValue();
-  if (value) {
-    out_->append("true", 4);
-  } else {
-    out_->append("false", 5);
-  }
+  static constexpr char kTrue[] = ",true";
+  static constexpr char kFalse[] = ",false";
+  const char* text = value ? kTrue : kFalse;
+  AppendWithComma(text, text + (value ? 5 : 6), StartValue(), out_);
 }
 
 void JsonWriter::Null() {
-  BeforeValue();
-  out_->append("null", 4);
+  static constexpr char kNull[] = ",null";
+  AppendWithComma(kNull, kNull + 5, StartValue(), out_);
 }
 
 void JsonWriter::Raw(std::string_view json) {
-  BeforeValue();
+  if (StartValue()) out_->push_back(',');
   AppendRawJson(json, out_);
 }
 
 void JsonWriter::Base64(std::string_view bytes) {
-  BeforeValue();
-  out_->push_back('"');
+  Reserve(out_, (bytes.size() + 2) / 3 * 4 + 3);
+  static constexpr char kOpen[] = ",\"";
+  AppendWithComma(kOpen, kOpen + 2, StartValue(), out_);
   AppendBase64(bytes, out_);
   out_->push_back('"');
 }

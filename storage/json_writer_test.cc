@@ -656,6 +656,50 @@ TEST(JsonWriterTest, InsertsCommasAndColons) {
   EXPECT_TRUE(IsValidJson(out));
 }
 
+TEST(JsonWriterTest, LiteralKeyMatchesKey) {
+  std::string via_key, via_literal;
+  {
+    JsonWriter w(&via_key);
+    w.BeginObject();
+    w.Key("a");
+    w.Int(1);
+    w.Key("created_at");
+    w.String("x");
+    w.Key("a_key_longer_than_the_short_string_fast_path_of_48_bytes");
+    w.Null();
+    w.EndObject();
+  }
+  {
+    JsonWriter w(&via_literal);
+    w.BeginObject();
+    w.LiteralKey("a");
+    w.Int(1);
+    w.LiteralKey("created_at");
+    w.String("x");
+    w.LiteralKey("a_key_longer_than_the_short_string_fast_path_of_48_bytes");
+    w.Null();
+    w.EndObject();
+  }
+  EXPECT_EQ(via_literal, via_key);
+  EXPECT_EQ(
+      via_key,
+      R"({"a":1,"created_at":"x",)"
+      R"("a_key_longer_than_the_short_string_fast_path_of_48_bytes":null})");
+}
+
+TEST(JsonWriterTest, LongAndEscapedStringValues) {
+  // Strings past the short fast path, and short ones that need escaping.
+  const std::string long_plain(100, 'x');
+  std::string out;
+  JsonWriter w(&out);
+  w.BeginArray();
+  w.String(long_plain);
+  w.String("tab\there");
+  w.String("");
+  w.EndArray();
+  EXPECT_EQ(out, "[\"" + long_plain + "\",\"tab\\there\",\"\"]");
+}
+
 TEST(JsonWriterTest, TopLevelScalarsAndAppending) {
   std::string out = "[";
   {

@@ -1,5 +1,7 @@
 #include "storage/record_json.h"
 
+#include <array>
+#include <cstring>
 #include <string_view>
 
 #include <spool/task.h>
@@ -61,17 +63,24 @@ CivilDate CivilFromDays(int64_t days) {
   return CivilDate{year_of_era + era * 400 + (month <= 2 ? 1 : 0), month, day};
 }
 
-// Writes `value` as exactly `width` decimal digits (zero-padded) at `dst`.
-// REQUIRES: 0 <= value < 10^width.
-char* PutDigits(char* dst, int64_t value, int width) {
-  for (int k = width - 1; k >= 0; --k) {
-    dst[k] = static_cast<char>('0' + value % 10);
-    value /= 10;
+// "00" "01" ... "99": two digits per lookup instead of one per division.
+constexpr std::array<char, 200> MakeDigitPairs() {
+  std::array<char, 200> pairs{};
+  for (int v = 0; v < 100; ++v) {
+    pairs[2 * v] = static_cast<char>('0' + v / 10);
+    pairs[2 * v + 1] = static_cast<char>('0' + v % 10);
   }
-  return dst + width;
+  return pairs;
+}
+constexpr std::array<char, 200> kDigitPairs = MakeDigitPairs();
+
+// Writes `value` as two digits at `dst`. REQUIRES: 0 <= value < 100.
+char* Put2(char* dst, int64_t value) {
+  std::memcpy(dst, &kDigitPairs[static_cast<size_t>(2 * value)], 2);
+  return dst + 2;
 }
 
-// The longest form: "-292277-01-09T04:00:54.775808Z", 30 bytes.
+// The longest form: "-290308-12-21T19:59:05.224192Z", 30 bytes.
 constexpr size_t kMaxRfc3339Size = 32;
 
 // Formats `micros` as AppendRfc3339 describes into `dst`; returns the end.
@@ -83,23 +92,30 @@ char* FormatRfc3339(int64_t micros, char* dst) {
   const int64_t second_of_day = FloorMod(seconds, 86400);
   const CivilDate date = CivilFromDays(days);
   if (date.year >= 0 && date.year <= 9999) {
-    dst = PutDigits(dst, date.year, 4);
+    dst = Put2(dst, date.year / 100);
+    dst = Put2(dst, date.year % 100);
   } else {
+    // |year| <= 294247 for any int64_t time, so six digits suffice.
+    const int64_t year = date.year < 0 ? -date.year : date.year;
     *dst++ = date.year < 0 ? '-' : '+';
-    dst = PutDigits(dst, date.year < 0 ? -date.year : date.year, 6);
+    dst = Put2(dst, year / 10000);
+    dst = Put2(dst, year / 100 % 100);
+    dst = Put2(dst, year % 100);
   }
   *dst++ = '-';
-  dst = PutDigits(dst, date.month, 2);
+  dst = Put2(dst, date.month);
   *dst++ = '-';
-  dst = PutDigits(dst, date.day, 2);
+  dst = Put2(dst, date.day);
   *dst++ = 'T';
-  dst = PutDigits(dst, second_of_day / 3600, 2);
+  dst = Put2(dst, second_of_day / 3600);
   *dst++ = ':';
-  dst = PutDigits(dst, second_of_day / 60 % 60, 2);
+  dst = Put2(dst, second_of_day / 60 % 60);
   *dst++ = ':';
-  dst = PutDigits(dst, second_of_day % 60, 2);
+  dst = Put2(dst, second_of_day % 60);
   *dst++ = '.';
-  dst = PutDigits(dst, fraction, 6);
+  dst = Put2(dst, fraction / 10000);
+  dst = Put2(dst, fraction / 100 % 100);
+  dst = Put2(dst, fraction % 100);
   *dst++ = 'Z';
   return dst;
 }
@@ -134,47 +150,47 @@ void WriteTaskJson(const fb::TaskRecord& record, PayloadFormat format,
                    JsonWriter* writer) {
   JsonWriter& w = *writer;
   w.BeginObject();
-  w.Key("id");
+  w.LiteralKey("id");
   w.Uint(record.id());
-  w.Key("type");
+  w.LiteralKey("type");
   w.String(AsView(record.type()));
-  w.Key("status");
+  w.LiteralKey("status");
   w.String(TaskStatusName(static_cast<TaskStatus>(record.status())));
-  w.Key("priority");
+  w.LiteralKey("priority");
   w.Int(record.priority());
-  w.Key("attempts");
+  w.LiteralKey("attempts");
   w.Uint(record.attempts());
-  w.Key("max_attempts");
+  w.LiteralKey("max_attempts");
   w.Uint(record.max_attempts());
-  w.Key("created_at");
+  w.LiteralKey("created_at");
   WriteTime(&w, record.created_us());
-  w.Key("updated_at");
+  w.LiteralKey("updated_at");
   WriteTime(&w, record.updated_us());
-  w.Key("next_attempt_at");
+  w.LiteralKey("next_attempt_at");
   if (record.next_attempt_us() == 0) {
     w.Null();
   } else {
     WriteTime(&w, record.next_attempt_us());
   }
-  w.Key("sequence");
+  w.LiteralKey("sequence");
   w.Uint(record.sequence());
-  w.Key("last_error");
+  w.LiteralKey("last_error");
   const std::string_view last_error = AsView(record.last_error());
   if (last_error.empty()) {
     w.Null();
   } else {
     w.String(last_error);
   }
-  w.Key("failures");
+  w.LiteralKey("failures");
   w.BeginArray();
   if (const auto* failures = record.failures()) {
     for (const fb::Failure* failure : *failures) {
       w.BeginObject();
-      w.Key("attempt");
+      w.LiteralKey("attempt");
       w.Uint(failure->attempt());
-      w.Key("at");
+      w.LiteralKey("at");
       WriteTime(&w, failure->at_us());
-      w.Key("error");
+      w.LiteralKey("error");
       w.String(AsView(failure->error()));
       w.EndObject();
     }
@@ -185,13 +201,13 @@ void WriteTaskJson(const fb::TaskRecord& record, PayloadFormat format,
   if (format == PayloadFormat::kJson) {
     const std::string_view json = TrimJsonWhitespace(payload);
     if (IsValidJson(json)) {
-      w.Key("payload");
+      w.LiteralKey("payload");
       w.Raw(json);
       embedded = true;
     }
   }
   if (!embedded) {
-    w.Key("payload_base64");
+    w.LiteralKey("payload_base64");
     w.Base64(payload);
   }
   w.EndObject();
