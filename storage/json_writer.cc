@@ -420,20 +420,20 @@ bool ValidateJson(const Byte* p, const Byte* const end) {
 void AppendRawJson(std::string_view json, std::string* out) {
   const auto* u = reinterpret_cast<const unsigned char*>(json.data());
   const size_t n = json.size();
-  size_t run_start = 0;
-  const void* hit;
-  while (run_start < n &&
-         (hit = std::memchr(u + run_start, 0xE2, n - run_start)) != nullptr) {
-    const size_t i =
+  size_t run_start = 0;  // First byte not yet copied to *out.
+  size_t search_from = 0;
+  while (search_from < n) {
+    const void* hit = std::memchr(u + search_from, 0xE2, n - search_from);
+    if (hit == nullptr) break;
+    const auto i =
         static_cast<size_t>(static_cast<const unsigned char*>(hit) - u);
     if (i + 3 <= n && IsLineOrParagraphSeparator(u + i)) {
       out->append(json.data() + run_start, i - run_start);
       out->append(u[i + 2] == 0xA8 ? "\\u2028" : "\\u2029", 6);
       run_start = i + 3;
+      search_from = i + 3;
     } else {
-      // Any other E2 sequence stays; resume the search after this byte.
-      out->append(json.data() + run_start, i + 1 - run_start);
-      run_start = i + 1;
+      search_from = i + 1;  // Another character from the E2 block, e.g. '€'.
     }
   }
   out->append(json.data() + run_start, n - run_start);

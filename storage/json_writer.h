@@ -43,9 +43,9 @@ void AppendBase64(std::string_view bytes, std::string* out);
 // Stricter than the RFC's grammar in two ways, both for safety when the text
 // is embedded: the text must be valid UTF-8 (RFC 8259 section 8.1 requires it
 // between systems), and a \u escape must not leave a surrogate unpaired
-// (RFC 7493, I-JSON). Nesting deeper than kMaxJsonDepth is rejected so that
-// hostile input cannot exhaust memory or time. Runs in linear time, without
-// recursion and without allocating.
+// (RFC 7493, I-JSON). Nesting deeper than kMaxJsonDepth is rejected, which
+// bounds the state kept. Runs in linear time, without recursion and without
+// allocating, so hostile input cannot exhaust the stack or memory.
 bool IsValidJson(std::string_view text);
 
 // The deepest nesting of arrays and objects IsValidJson accepts.

@@ -777,10 +777,18 @@ TEST(JsonWriterTest, RawAndBase64Values) {
   w.Base64("foob");
   w.Key("sep");
   w.Raw("\"x\xE2\x80\xA8y\xE2\x80\xA9z\xE2\x82\xAC\"");
+  w.Key("quotes");
+  // Other characters from the E2 block stay; a separator after them is
+  // still rewritten.
+  w.Raw(
+      "[\"\xE2\x80\x9C"
+      "a\xE2\x80\x9D\xE2\x80\xA8\",\"\xE2\x80\x93\"]");
   w.EndObject();
   EXPECT_EQ(out,
             "{\"raw\":{\"a\":[1,2]},\"bin\":\"Zm9vYg==\","
-            "\"sep\":\"x\\u2028y\\u2029z\xE2\x82\xAC\"}");
+            "\"sep\":\"x\\u2028y\\u2029z\xE2\x82\xAC\","
+            "\"quotes\":[\"\xE2\x80\x9C"
+            "a\xE2\x80\x9D\\u2028\",\"\xE2\x80\x93\"]}");
 }
 
 // ---------------------------------------------------------------------------
