@@ -1,0 +1,222 @@
+#include "storage/record_json.h"
+
+#include <array>
+#include <cstring>
+#include <string_view>
+
+#include <spool/task.h>
+
+#include <flatbuffers/flatbuffers.h>
+
+#include "storage/json_writer.h"
+#include "storage/task_record_generated.h"
+
+namespace spool::storage {
+namespace {
+
+std::string_view AsView(const flatbuffers::String* s) {
+  return s == nullptr ? std::string_view() : s->string_view();
+}
+
+std::string_view AsView(const flatbuffers::Vector<uint8_t>* bytes) {
+  if (bytes == nullptr) return std::string_view();
+  return std::string_view(reinterpret_cast<const char*>(bytes->data()),
+                          bytes->size());
+}
+
+// a / b rounded towards negative infinity, so that times before the epoch
+// fall into the right second and day. REQUIRES: b > 0.
+int64_t FloorDiv(int64_t a, int64_t b) {
+  const int64_t quotient = a / b;
+  return a % b < 0 ? quotient - 1 : quotient;
+}
+
+// a mod b in [0, b). REQUIRES: b > 0.
+int64_t FloorMod(int64_t a, int64_t b) {
+  const int64_t remainder = a % b;
+  return remainder < 0 ? remainder + b : remainder;
+}
+
+struct CivilDate {
+  int64_t year;
+  int month;  // 1..12
+  int day;    // 1..31
+};
+
+// The proleptic Gregorian date `days` after 1970-01-01. Howard Hinnant's
+// civil_from_days (http://howardhinnant.github.io/date_algorithms.html),
+// exact for any day count derived from an int64_t microsecond time.
+CivilDate CivilFromDays(int64_t days) {
+  days += 719468;  // Shift the epoch to 0000-03-01.
+  const int64_t era = FloorDiv(days, 146097);
+  const int64_t day_of_era = days - era * 146097;  // [0, 146096]
+  const int64_t year_of_era = (day_of_era - day_of_era / 1460 +
+                               day_of_era / 36524 - day_of_era / 146096) /
+                              365;  // [0, 399]
+  const int64_t day_of_year =
+      day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+  const int64_t shifted_month = (5 * day_of_year + 2) / 153;  // March = 0
+  const int day =
+      static_cast<int>(day_of_year - (153 * shifted_month + 2) / 5 + 1);
+  const int month = static_cast<int>(shifted_month < 10 ? shifted_month + 3
+                                                        : shifted_month - 9);
+  return CivilDate{year_of_era + era * 400 + (month <= 2 ? 1 : 0), month, day};
+}
+
+// "00" "01" ... "99": two digits per lookup instead of one per division.
+constexpr std::array<char, 200> MakeDigitPairs() {
+  std::array<char, 200> pairs{};
+  for (int v = 0; v < 100; ++v) {
+    pairs[2 * v] = static_cast<char>('0' + v / 10);
+    pairs[2 * v + 1] = static_cast<char>('0' + v % 10);
+  }
+  return pairs;
+}
+constexpr std::array<char, 200> kDigitPairs = MakeDigitPairs();
+
+// Writes `value` as two digits at `dst`. REQUIRES: 0 <= value < 100.
+char* Put2(char* dst, int64_t value) {
+  std::memcpy(dst, &kDigitPairs[static_cast<size_t>(2 * value)], 2);
+  return dst + 2;
+}
+
+// The longest form: "-290308-12-21T19:59:05.224192Z", 30 bytes.
+constexpr size_t kMaxRfc3339Size = 32;
+
+// Formats `micros` as AppendRfc3339 describes into `dst`; returns the end.
+char* FormatRfc3339(int64_t micros, char* dst) {
+  // No multiplication back: seconds * 10^6 overflows near INT64_MIN.
+  const int64_t seconds = FloorDiv(micros, 1'000'000);
+  const int64_t fraction = FloorMod(micros, 1'000'000);
+  const int64_t days = FloorDiv(seconds, 86400);
+  const int64_t second_of_day = FloorMod(seconds, 86400);
+  const CivilDate date = CivilFromDays(days);
+  if (date.year >= 0 && date.year <= 9999) {
+    dst = Put2(dst, date.year / 100);
+    dst = Put2(dst, date.year % 100);
+  } else {
+    // |year| <= 294247 for any int64_t time, so six digits suffice.
+    const int64_t year = date.year < 0 ? -date.year : date.year;
+    *dst++ = date.year < 0 ? '-' : '+';
+    dst = Put2(dst, year / 10000);
+    dst = Put2(dst, year / 100 % 100);
+    dst = Put2(dst, year % 100);
+  }
+  *dst++ = '-';
+  dst = Put2(dst, date.month);
+  *dst++ = '-';
+  dst = Put2(dst, date.day);
+  *dst++ = 'T';
+  dst = Put2(dst, second_of_day / 3600);
+  *dst++ = ':';
+  dst = Put2(dst, second_of_day / 60 % 60);
+  *dst++ = ':';
+  dst = Put2(dst, second_of_day % 60);
+  *dst++ = '.';
+  dst = Put2(dst, fraction / 10000);
+  dst = Put2(dst, fraction / 100 % 100);
+  dst = Put2(dst, fraction % 100);
+  *dst++ = 'Z';
+  return dst;
+}
+
+void WriteTime(JsonWriter* writer, int64_t micros) {
+  char buffer[kMaxRfc3339Size + 2];
+  buffer[0] = '"';
+  char* end = FormatRfc3339(micros, buffer + 1);
+  *end++ = '"';
+  writer->Raw(std::string_view(buffer, static_cast<size_t>(end - buffer)));
+}
+
+bool IsJsonWhitespace(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+std::string_view TrimJsonWhitespace(std::string_view text) {
+  while (!text.empty() && IsJsonWhitespace(text.front())) text.remove_prefix(1);
+  while (!text.empty() && IsJsonWhitespace(text.back())) text.remove_suffix(1);
+  return text;
+}
+
+}  // namespace
+
+void AppendRfc3339(int64_t micros, std::string* out) {
+  char buffer[kMaxRfc3339Size];
+  const char* end = FormatRfc3339(micros, buffer);
+  out->append(buffer, static_cast<size_t>(end - buffer));
+}
+
+void WriteTaskJson(const fb::TaskRecord& record, PayloadFormat format,
+                   JsonWriter* writer) {
+  JsonWriter& w = *writer;
+  w.BeginObject();
+  w.LiteralKey("id");
+  w.Uint(record.id());
+  w.LiteralKey("type");
+  w.String(AsView(record.type()));
+  w.LiteralKey("status");
+  w.String(TaskStatusName(static_cast<TaskStatus>(record.status())));
+  w.LiteralKey("priority");
+  w.Int(record.priority());
+  w.LiteralKey("attempts");
+  w.Uint(record.attempts());
+  w.LiteralKey("max_attempts");
+  w.Uint(record.max_attempts());
+  w.LiteralKey("created_at");
+  WriteTime(&w, record.created_us());
+  w.LiteralKey("updated_at");
+  WriteTime(&w, record.updated_us());
+  w.LiteralKey("next_attempt_at");
+  if (record.next_attempt_us() == 0) {
+    w.Null();
+  } else {
+    WriteTime(&w, record.next_attempt_us());
+  }
+  w.LiteralKey("sequence");
+  w.Uint(record.sequence());
+  w.LiteralKey("last_error");
+  const std::string_view last_error = AsView(record.last_error());
+  if (last_error.empty()) {
+    w.Null();
+  } else {
+    w.String(last_error);
+  }
+  w.LiteralKey("failures");
+  w.BeginArray();
+  if (const auto* failures = record.failures()) {
+    for (const fb::Failure* failure : *failures) {
+      w.BeginObject();
+      w.LiteralKey("attempt");
+      w.Uint(failure->attempt());
+      w.LiteralKey("at");
+      WriteTime(&w, failure->at_us());
+      w.LiteralKey("error");
+      w.String(AsView(failure->error()));
+      w.EndObject();
+    }
+  }
+  w.EndArray();
+  const std::string_view payload = AsView(record.payload());
+  bool embedded = false;
+  if (format == PayloadFormat::kJson) {
+    const std::string_view json = TrimJsonWhitespace(payload);
+    if (IsValidJson(json)) {
+      w.LiteralKey("payload");
+      w.Raw(json);
+      embedded = true;
+    }
+  }
+  if (!embedded) {
+    w.LiteralKey("payload_base64");
+    w.Base64(payload);
+  }
+  w.EndObject();
+}
+
+void AppendTaskJson(const fb::TaskRecord& record, PayloadFormat format,
+                    std::string* out) {
+  JsonWriter writer(out);
+  WriteTaskJson(record, format, &writer);
+}
+
+}  // namespace spool::storage

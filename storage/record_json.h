@@ -1,0 +1,74 @@
+// A stored task record as JSON, read in place from its verified FlatBuffers
+// table: no TaskInfo or other intermediate object is built per task, so a
+// reader can list thousands of tasks into one reused buffer.
+//
+// The JSON object has these members, in this order:
+//
+//   "id"               number
+//   "type"             string
+//   "status"           string, TaskStatusName(): "pending", "running", ...
+//   "priority"         number
+//   "attempts"         number
+//   "max_attempts"     number
+//   "created_at"       string, RFC 3339 UTC with microseconds
+//   "updated_at"       string, likewise
+//   "next_attempt_at"  string, likewise, or null when the task may start now
+//   "sequence"         number
+//   "last_error"       string, or null when there is none
+//   "failures"         array of {"attempt": number, "at": time, "error":
+//                      string}, oldest first; [] when there are none
+//   and then exactly one of
+//   "payload"          the payload itself, when it is declared JSON and is
+//                      valid JSON (see IsValidJson), surrounding whitespace
+//                      removed
+//   "payload_base64"   the payload bytes in base64 (RFC 4648), otherwise
+//
+// Ids and sequences are 64-bit; JavaScript reads integers above 2^53
+// inexactly, which spool's counters do not reach in practice.
+
+#ifndef SPOOL_STORAGE_RECORD_JSON_H_
+#define SPOOL_STORAGE_RECORD_JSON_H_
+
+#include <cstdint>
+#include <string>
+
+namespace spool::storage {
+
+namespace fb {
+struct TaskRecord;
+}
+
+class JsonWriter;
+
+// What a task type's payload bytes hold, as far as JSON output cares.
+enum class PayloadFormat : uint8_t {
+  // Opaque bytes: always written as "payload_base64".
+  kBinary = 0,
+  // The application says the payload is JSON: written as "payload" when it
+  // is valid JSON, and as "payload_base64" otherwise, so a mistaken
+  // declaration never makes the output invalid or a query fail.
+  kJson = 1,
+};
+
+// Appends `record` as one JSON object (see the file comment) to *out.
+// REQUIRES: `record` passed VerifyRecord (storage/record.h).
+void AppendTaskJson(const fb::TaskRecord& record, PayloadFormat format,
+                    std::string* out);
+
+// Writes `record` as one JSON value through `writer`, which inserts the
+// separating comma, e.g. when listing tasks into a JSON array.
+// REQUIRES: `record` passed VerifyRecord (storage/record.h).
+void WriteTaskJson(const fb::TaskRecord& record, PayloadFormat format,
+                   JsonWriter* writer);
+
+// Appends the time `micros` (since the Unix epoch, UTC) in RFC 3339 form
+// with six fractional digits, e.g. "2024-02-29T13:05:09.000123Z", without
+// quotes. Years outside 0000..9999, which RFC 3339 cannot express, use the
+// ISO 8601 expanded form with a sign and six year digits, as JavaScript's
+// Date.prototype.toISOString does, e.g. "+275760-09-13T00:00:00.000000Z".
+// Defined for every int64_t value.
+void AppendRfc3339(int64_t micros, std::string* out);
+
+}  // namespace spool::storage
+
+#endif  // SPOOL_STORAGE_RECORD_JSON_H_
