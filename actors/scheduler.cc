@@ -1,13 +1,11 @@
 #include "actors/scheduler.h"
 
 #include <limits>
-#include <map>
-#include <set>
-#include <unordered_map>
 
 #include <caf/all.hpp>
 #include <spdlog/spdlog.h>
 
+#include "actors/ready_queue.h"
 #include "runtime/logging.h"
 
 namespace spool::actors {
@@ -15,23 +13,13 @@ namespace {
 
 constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
 
-struct ReadyOrder {
-  bool operator()(const QueueEntry& a, const QueueEntry& b) const {
-    if (a.priority != b.priority) return a.priority > b.priority;
-    return a.sequence < b.sequence;
-  }
-};
-
 struct SchedulerState {
   static inline const char* name = "spool.scheduler";
 
   SchedulerConfig config;
   std::shared_ptr<spdlog::logger> log;
 
-  // Every queued task, by id, and where it waits: ready, or on a timer.
-  std::unordered_map<TaskId, QueueEntry> queued;
-  std::set<QueueEntry, ReadyOrder> ready;
-  std::map<std::pair<int64_t, uint64_t>, TaskId> timers;
+  ReadyQueue queue;
 
   std::vector<worker_actor> workers;
   std::vector<uint32_t> idle_workers;
@@ -57,39 +45,6 @@ struct SchedulerState {
     return config.clock->Now().time_since_epoch().count();
   }
 
-  void Queue(const QueueEntry& entry) {
-    Dequeue(entry.id);
-    queued.emplace(entry.id, entry);
-    if (entry.due_us == 0) {
-      ready.insert(entry);
-    } else {
-      timers.emplace(std::make_pair(entry.due_us, entry.sequence), entry.id);
-    }
-  }
-
-  void Dequeue(TaskId id) {
-    auto it = queued.find(id);
-    if (it == queued.end()) return;
-    const QueueEntry& entry = it->second;
-    if (ready.erase(entry) == 0) {
-      timers.erase(std::make_pair(entry.due_us, entry.sequence));
-    }
-    queued.erase(it);
-  }
-
-  // Moves timed tasks whose time has come to the ready set. A due retry
-  // competes by priority and original sequence, like any ready task.
-  void PromoteDue(int64_t now) {
-    while (!timers.empty() && timers.begin()->first.first <= now) {
-      TaskId id = timers.begin()->second;
-      timers.erase(timers.begin());
-      auto it = queued.find(id);
-      if (it == queued.end()) continue;
-      it->second.due_us = 0;
-      ready.insert(it->second);
-    }
-  }
-
   bool Settling() const {
     return !outcomes_to_send.empty() || outcomes_in_flight != 0;
   }
@@ -98,7 +53,7 @@ struct SchedulerState {
     return claims_in_flight == 0 && running == 0 && !Settling();
   }
 
-  bool Drained() const { return ready.empty() && Quiet(); }
+  bool Drained() const { return queue.ready_empty() && Quiet(); }
 };
 
 using Self = scheduler_actor::stateful_pointer<SchedulerState>;
@@ -136,7 +91,7 @@ void Dispatch(Self self) {
   auto& st = self->state;
   st.dispatch_scheduled = false;
   int64_t now = st.NowMicros();
-  st.PromoteDue(now);
+  st.queue.PromoteDue(now);
 
   auto steady_now = std::chrono::steady_clock::now();
   bool writes_blocked = steady_now < st.writes_blocked_until;
@@ -151,11 +106,10 @@ void Dispatch(Self self) {
   if (st.started && !st.stopping && !writes_blocked) {
     size_t free_slots = st.idle_workers.size() - st.claims_in_flight;
     std::vector<QueueEntry> claims;
-    while (claims.size() < free_slots && !st.ready.empty()) {
-      QueueEntry entry = *st.ready.begin();
-      st.ready.erase(st.ready.begin());
-      st.queued.erase(entry.id);
-      claims.push_back(entry);
+    while (claims.size() < free_slots) {
+      std::optional<QueueEntry> next = st.queue.PopNext();
+      if (!next) break;
+      claims.push_back(*next);
     }
     if (!claims.empty()) {
       st.claims_in_flight += claims.size();
@@ -168,7 +122,7 @@ void Dispatch(Self self) {
     self->delayed_send(self, st.writes_blocked_until - steady_now,
                        tick_atom::value);
   }
-  if (!st.timers.empty()) ArmTimer(self, st.timers.begin()->first.first, now);
+  if (auto due = st.queue.NextDueTime()) ArmTimer(self, *due, now);
   CheckWaiters(self);
 }
 
@@ -198,14 +152,14 @@ void RunClaimed(Self self, std::vector<ClaimedTask>& claimed) {
 
 void ApplyChanges(Self self, QueueChanges& changes) {
   auto& st = self->state;
-  for (const QueueEntry& entry : changes.queued) st.Queue(entry);
-  for (TaskId id : changes.dequeued) st.Dequeue(id);
+  for (const QueueEntry& entry : changes.queued) st.queue.Add(entry);
+  for (TaskId id : changes.dequeued) st.queue.Remove(id);
   RunClaimed(self, changes.claimed);
   st.claims_in_flight -= changes.refused.size();
   st.outcomes_in_flight -= changes.settled;
   if (!changes.write_status.ok()) {
     st.claims_in_flight -= changes.claim_failed.size();
-    for (const QueueEntry& entry : changes.claim_failed) st.Queue(entry);
+    for (const QueueEntry& entry : changes.claim_failed) st.queue.Add(entry);
     st.outcomes_in_flight -= changes.unsettled.size();
     for (Outcome& outcome : changes.unsettled) {
       st.outcomes_to_send.push_back(std::move(outcome));
@@ -221,7 +175,7 @@ scheduler_actor::behavior_type SchedulerBehavior(Self self,
   auto& st = self->state;
   st.config = std::move(config);
   st.log = Logger();
-  for (const QueueEntry& entry : st.config.initial) st.Queue(entry);
+  for (const QueueEntry& entry : st.config.initial) st.queue.Add(entry);
   st.config.initial.clear();
   st.config.initial.shrink_to_fit();
   return {

@@ -13,9 +13,15 @@ std::string_view AsView(const flatbuffers::String* s) {
   return s == nullptr ? std::string_view() : s->string_view();
 }
 
+// Cuts an error text to kMaxErrorBytes, marking the cut with "...", and never
+// inside a UTF-8 sequence.
 std::string CutError(std::string_view error) {
   if (error.size() <= kMaxErrorBytes) return std::string(error);
-  return std::string(error.substr(0, kMaxErrorBytes)) + "...";
+  constexpr std::string_view kMark = "...";
+  size_t cut = kMaxErrorBytes - kMark.size();
+  // Back up over continuation bytes (10xxxxxx) to a sequence start.
+  while (cut > 0 && (static_cast<uint8_t>(error[cut]) & 0xC0) == 0x80) --cut;
+  return std::string(error.substr(0, cut)) + std::string(kMark);
 }
 
 int64_t Micros(Duration d) { return d.count(); }

@@ -121,7 +121,15 @@ TEST(RecordTest, FailureHistoryIsBounded) {
   EXPECT_EQ(r.failures.front().attempt, 6u);
   EXPECT_EQ(r.last_error, "error " + std::to_string(kMaxFailureHistory + 5));
   RecordFailure(&r, 99, 0, std::string(kMaxErrorBytes * 2, 'x'));
-  EXPECT_LE(r.last_error.size(), kMaxErrorBytes + 3);
+  EXPECT_EQ(r.last_error.size(), kMaxErrorBytes);
+  // A cut never splits a multi-byte character: "é" is 0xC3 0xA9.
+  std::string accented;
+  while (accented.size() < kMaxErrorBytes * 2) accented += "\xC3\xA9";
+  RecordFailure(&r, 100, 0, accented);
+  ASSERT_GE(r.last_error.size(), 4u);
+  std::string_view body(r.last_error.data(), r.last_error.size() - 3);
+  EXPECT_EQ(body.size() % 2, 0u);
+  EXPECT_EQ(static_cast<uint8_t>(body.back()), 0xA9);
 }
 
 }  // namespace

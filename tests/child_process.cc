@@ -1,16 +1,15 @@
 #include "tests/child_process.h"
 
+#include <cerrno>
+#include <cstring>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdexcept>
 #include <sys/prctl.h>
 #include <sys/wait.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
-#include <stdexcept>
 #include <thread>
+#include <unistd.h>
 
 namespace spool::testing {
 
@@ -20,7 +19,8 @@ ChildProcess::ChildProcess(const std::vector<std::string>& argv) {
     throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
   }
   pid_ = fork();
-  if (pid_ < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+  if (pid_ < 0)
+    throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
   if (pid_ == 0) {
     // The child dies with the test, so that a failed test leaves no process.
     prctl(PR_SET_PDEATHSIG, SIGKILL);

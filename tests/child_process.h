@@ -4,11 +4,10 @@
 #ifndef SPOOL_TESTS_CHILD_PROCESS_H_
 #define SPOOL_TESTS_CHILD_PROCESS_H_
 
-#include <sys/types.h>
-
 #include <chrono>
 #include <optional>
 #include <string>
+#include <sys/types.h>
 #include <vector>
 
 namespace spool::testing {

@@ -8,9 +8,6 @@
 //                                    runs tasks whose handler kills the
 //                                    process; with --enqueue adds one first
 
-#include <spool/runtime.h>
-#include <unistd.h>
-
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -20,6 +17,9 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <unistd.h>
+
+#include <spool/runtime.h>
 
 namespace {
 
@@ -61,7 +61,8 @@ int EnqueueForever(const std::string& dir) {
       room.wait(lock, [&] { return in_flight < 64; });
       ++in_flight;
     }
-    spool::Ticket ticket = runtime->Enqueue("work", "payload " + std::to_string(i));
+    spool::Ticket ticket =
+        runtime->Enqueue("work", "payload " + std::to_string(i));
     ticket.stored.Then([&](const spool::Result<spool::TaskId>& stored) {
       if (stored.ok()) Say("ack " + std::to_string(*stored));
       std::lock_guard<std::mutex> lock(mutex);
@@ -132,7 +133,8 @@ int main(int argc, char** argv) {
     return Hang(argv[2], std::atoi(argv[3]));
   }
   if (argc >= 3 && std::strcmp(argv[1], "suicide") == 0) {
-    return Suicide(argv[2], argc >= 4 && std::strcmp(argv[3], "--enqueue") == 0);
+    return Suicide(argv[2],
+                   argc >= 4 && std::strcmp(argv[3], "--enqueue") == 0);
   }
   std::fprintf(stderr, "usage: crash_child enqueue|hang|suicide DIR ...\n");
   return 2;

@@ -1,12 +1,12 @@
 // Real processes killed with SIGKILL: what was acknowledged survives, what
 // was running is recovered, and a task that kills its process cannot loop.
 
+#include <set>
+#include <sys/wait.h>
+
 #include <spool/runtime.h>
 
 #include <gtest/gtest.h>
-#include <sys/wait.h>
-
-#include <set>
 
 #include "runtime/test_hooks.h"
 #include "tests/child_process.h"
@@ -112,7 +112,8 @@ TEST(CrashTest, AHandlerThatKillsItsProcessEndsFailedWithoutLooping) {
   int crashes = 0;
   bool idle = false;
   for (int run = 0; run < 6 && !idle; ++run) {
-    std::vector<std::string> args = {SPOOL_CRASH_CHILD, "suicide", dir.Sub("q")};
+    std::vector<std::string> args = {SPOOL_CRASH_CHILD, "suicide",
+                                     dir.Sub("q")};
     if (run == 0) args.push_back("--enqueue");
     ChildProcess child(args);
     for (;;) {
