@@ -195,7 +195,11 @@ class State {
 
   void SetFault(FaultOp op, const FaultSpec& spec) {
     std::lock_guard<std::mutex> lock(mu_);
-    specs_[static_cast<size_t>(op)] = spec;
+    FaultSpec& armed = specs_[static_cast<size_t>(op)];
+    armed = spec;
+    if (armed.trigger == FaultSpec::Trigger::kNextN && armed.count == 0) {
+      armed.trigger = FaultSpec::Trigger::kNever;
+    }
   }
 
   void ClearAll() {
