@@ -141,9 +141,14 @@ Status TaskStore::Open(const StoreOptions& options,
 
 Status TaskStore::OpenDb() {
   rocksdb::Env* env = options_.env;
-  if (env == nullptr && options_.durability == Durability::kMemory) {
-    owned_env_.reset(rocksdb::NewMemEnv(rocksdb::Env::Default()));
-    env = owned_env_.get();
+  std::string path = options_.path;
+  if (options_.durability == Durability::kMemory) {
+    if (env == nullptr) {
+      owned_env_.reset(rocksdb::NewMemEnv(rocksdb::Env::Default()));
+      env = owned_env_.get();
+    }
+    // The in-memory file system cannot resolve relative paths.
+    if (path.front() != '/') path = "/" + path;
   }
   rocksdb::DBOptions db_options;
   if (env != nullptr) db_options.env = env;
@@ -176,8 +181,7 @@ Status TaskStore::OpenDb() {
   // know; say so instead of RocksDB's generic complaint.
   std::vector<std::string> existing;
   rocksdb::Options list_options(db_options, rocksdb::ColumnFamilyOptions());
-  if (rocksdb::DB::ListColumnFamilies(list_options, options_.path, &existing)
-          .ok()) {
+  if (rocksdb::DB::ListColumnFamilies(list_options, path, &existing).ok()) {
     for (const std::string& name : existing) {
       bool known = name == rocksdb::kDefaultColumnFamilyName;
       for (const char* ours : kFamilyNames) known |= name == ours;
@@ -193,7 +197,7 @@ Status TaskStore::OpenDb() {
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* db = nullptr;
   rocksdb::Status rs =
-      rocksdb::DB::Open(db_options, options_.path, descriptors, &handles, &db);
+      rocksdb::DB::Open(db_options, path, descriptors, &handles, &db);
   if (!rs.ok()) {
     std::string text = rs.ToString();
     if (rs.IsIOError() && (text.find("lock") != std::string::npos ||
