@@ -74,6 +74,9 @@ struct QueueEntry {
   uint64_t sequence = 0;
   // 0: ready now; else the time it becomes due.
   int64_t due_us = 0;
+  // For per-type and per-group limits and fair rotation between groups.
+  std::string type;
+  std::string group;
 };
 
 // A claim that committed: the task is `running` on disk and may start.

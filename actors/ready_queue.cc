@@ -4,8 +4,9 @@ namespace spool::actors {
 
 void ReadyQueue::Add(const QueueEntry& entry) {
   Remove(entry.id);
-  entries_.emplace(entry.id, entry);
-  if (entry.due_us == 0) {
+  bool ready = entry.due_us == 0;
+  entries_.emplace(entry.id, Slot{entry, ready});
+  if (ready) {
     ready_.insert(entry);
   } else {
     timed_.emplace(entry.due_us, entry.sequence, entry.id);
@@ -15,8 +16,8 @@ void ReadyQueue::Add(const QueueEntry& entry) {
 bool ReadyQueue::Remove(TaskId id) {
   auto it = entries_.find(id);
   if (it == entries_.end()) return false;
-  const QueueEntry& entry = it->second;
-  if (entry.due_us == 0) {
+  const QueueEntry& entry = it->second.entry;
+  if (it->second.ready) {
     ready_.erase(entry);
   } else {
     timed_.erase({entry.due_us, entry.sequence, entry.id});
@@ -29,16 +30,17 @@ void ReadyQueue::PromoteDue(int64_t now_us) {
   while (!timed_.empty() && std::get<0>(*timed_.begin()) <= now_us) {
     auto it = entries_.find(std::get<2>(*timed_.begin()));
     timed_.erase(timed_.begin());
-    it->second.due_us = 0;
-    ready_.insert(it->second);
+    it->second.ready = true;
+    ready_.insert(it->second.entry);
   }
 }
 
 std::optional<QueueEntry> ReadyQueue::PopNext() {
   if (ready_.empty()) return std::nullopt;
-  QueueEntry entry = *ready_.begin();
+  auto it = entries_.find(ready_.begin()->id);
+  QueueEntry entry = std::move(it->second.entry);
   ready_.erase(ready_.begin());
-  entries_.erase(entry.id);
+  entries_.erase(it);
   return entry;
 }
 

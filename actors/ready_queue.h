@@ -30,7 +30,8 @@ class ReadyQueue {
   bool Remove(TaskId id);
   // Moves timed tasks due at or before `now_us` to the ready order.
   void PromoteDue(int64_t now_us);
-  // Takes the first ready task out of the queue.
+  // Takes the first ready task out of the queue. Its due_us is the time it
+  // was stored with (0 for a task that was ready from the start).
   std::optional<QueueEntry> PopNext();
   // The earliest due time of a timed task, if any.
   std::optional<int64_t> NextDueTime() const;
@@ -51,7 +52,13 @@ class ReadyQueue {
     }
   };
 
-  std::unordered_map<TaskId, QueueEntry> entries_;
+  // Entries keep the due time they were stored with, even once due: it says
+  // which index family holds them on disk.
+  struct Slot {
+    QueueEntry entry;
+    bool ready = false;
+  };
+  std::unordered_map<TaskId, Slot> entries_;
   std::set<QueueEntry, ReadyOrder> ready_;
   std::set<std::tuple<int64_t, uint64_t, TaskId>> timed_;
 };

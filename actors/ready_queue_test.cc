@@ -8,12 +8,21 @@
 namespace spool::actors {
 namespace {
 
+QueueEntry Entry(TaskId id, int32_t priority, uint64_t sequence, int64_t due) {
+  QueueEntry entry;
+  entry.id = id;
+  entry.priority = priority;
+  entry.sequence = sequence;
+  entry.due_us = due;
+  return entry;
+}
+
 TEST(ReadyQueueTest, PriorityThenSequence) {
   ReadyQueue q;
-  q.Add({1, 0, 10, 0});
-  q.Add({2, 5, 11, 0});
-  q.Add({3, 0, 9, 0});
-  q.Add({4, -1, 1, 0});
+  q.Add(Entry(1, 0, 10, 0));
+  q.Add(Entry(2, 5, 11, 0));
+  q.Add(Entry(3, 0, 9, 0));
+  q.Add(Entry(4, -1, 1, 0));
   std::vector<TaskId> order;
   while (auto next = q.PopNext()) order.push_back(next->id);
   EXPECT_EQ(order, (std::vector<TaskId>{2, 3, 1, 4}));
@@ -22,28 +31,31 @@ TEST(ReadyQueueTest, PriorityThenSequence) {
 
 TEST(ReadyQueueTest, TimedTasksWaitThenKeepTheirPlace) {
   ReadyQueue q;
-  q.Add({1, 0, 5, 1000});  // a retry from long ago, due at 1000
-  q.Add({2, 0, 7, 0});
+  q.Add(Entry(1, 0, 5, 1000));  // a retry from long ago, due at 1000
+  q.Add(Entry(2, 0, 7, 0));
   EXPECT_EQ(q.ready_size(), 1u);
   EXPECT_EQ(q.NextDueTime(), std::optional<int64_t>(1000));
   q.PromoteDue(999);
   EXPECT_EQ(q.ready_size(), 1u);
   q.PromoteDue(1000);
   EXPECT_EQ(q.ready_size(), 2u);
-  // The older sequence runs first even though it became ready later.
-  EXPECT_EQ(q.PopNext()->id, 1u);
+  // The older sequence runs first even though it became ready later, and it
+  // keeps the due time it was stored with.
+  auto first = q.PopNext();
+  EXPECT_EQ(first->id, 1u);
+  EXPECT_EQ(first->due_us, 1000);
   EXPECT_EQ(q.PopNext()->id, 2u);
   EXPECT_FALSE(q.NextDueTime().has_value());
 }
 
 TEST(ReadyQueueTest, RemoveAndMove) {
   ReadyQueue q;
-  q.Add({1, 0, 1, 0});
-  q.Add({2, 0, 2, 500});
+  q.Add(Entry(1, 0, 1, 0));
+  q.Add(Entry(2, 0, 2, 500));
   EXPECT_TRUE(q.Remove(2));
   EXPECT_FALSE(q.Remove(2));
   EXPECT_FALSE(q.NextDueTime().has_value());
-  q.Add({1, 0, 1, 800});  // moved from ready to timed
+  q.Add(Entry(1, 0, 1, 800));  // moved from ready to timed
   EXPECT_TRUE(q.ready_empty());
   EXPECT_EQ(q.size(), 1u);
   q.PromoteDue(800);
@@ -59,9 +71,9 @@ TEST(ReadyQueueTest, MatchesASortedReferenceUnderRandomOperations) {
     int op = static_cast<int>(rng() % 10);
     if (op < 5) {
       TaskId id = rng() % 500 + 1;
-      QueueEntry e{
-          id, static_cast<int32_t>(rng() % 5) - 2, rng() % 100000,
-          rng() % 3 == 0 ? now + static_cast<int64_t>(rng() % 1000) : 0};
+      QueueEntry e =
+          Entry(id, static_cast<int32_t>(rng() % 5) - 2, rng() % 100000,
+                rng() % 3 == 0 ? now + static_cast<int64_t>(rng() % 1000) : 0);
       q.Add(e);
       model[id] = e;
     } else if (op < 7) {

@@ -80,14 +80,14 @@ Result<std::vector<QueueEntry>> LoadQueue(const storage::TaskStore& store) {
       storage::ColumnFamily::kReady,
       [&](std::string_view key, std::string_view value) {
         storage::ReadyKey ready;
-        QueueEntry entry;
+        storage::QueueValue queued;
         if (!storage::DecodeReadyKey(key, &ready) ||
-            !storage::DecodeTaskKey(value, &entry.id)) {
+            !storage::DecodeQueueValue(value, &queued)) {
           return Status::Corruption("ready index holds a malformed entry");
         }
-        entry.priority = ready.priority;
-        entry.sequence = ready.sequence;
-        queue.push_back(entry);
+        queue.push_back(QueueEntry{queued.id, ready.priority, ready.sequence, 0,
+                                   std::string(queued.type),
+                                   std::string(queued.group)});
         return Status::OK();
       });
   if (!s.ok()) return s;
@@ -95,14 +95,14 @@ Result<std::vector<QueueEntry>> LoadQueue(const storage::TaskStore& store) {
       storage::ColumnFamily::kScheduled,
       [&](std::string_view key, std::string_view value) {
         storage::ScheduledKey scheduled;
-        QueueEntry entry;
+        storage::QueueValue queued;
         if (!storage::DecodeScheduledKey(key, &scheduled) ||
-            !storage::DecodeScheduledValue(value, &entry.id, &entry.priority)) {
+            !storage::DecodeQueueValue(value, &queued)) {
           return Status::Corruption("scheduled index holds a malformed entry");
         }
-        entry.sequence = scheduled.sequence;
-        entry.due_us = scheduled.due_us;
-        queue.push_back(entry);
+        queue.push_back(QueueEntry{
+            queued.id, queued.priority, scheduled.sequence, scheduled.due_us,
+            std::string(queued.type), std::string(queued.group)});
         return Status::OK();
       });
   if (!s.ok()) return s;

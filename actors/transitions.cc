@@ -49,8 +49,9 @@ bool IsQueued(const storage::TaskRecord& record) {
 }
 
 QueueEntry QueueEntryOf(const storage::TaskRecord& record) {
-  return QueueEntry{record.id, record.priority, record.sequence,
-                    record.next_attempt_us};
+  return QueueEntry{record.id,       record.priority,
+                    record.sequence, record.next_attempt_us,
+                    record.type,     record.group};
 }
 
 void Claim(storage::TaskRecord* record, int64_t now_us) {

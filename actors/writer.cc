@@ -146,14 +146,14 @@ struct WriterState {
     QueueChanges changes;
     for (const auto& [id, entry] : committed.txn->entries()) {
       bool was_queued = entry.before && IsQueued(*entry.before);
-      if (IsQueued(entry.after)) {
-        QueueEntry now_entry = QueueEntryOf(entry.after);
+      if (entry.after && IsQueued(*entry.after)) {
+        QueueEntry now_entry = QueueEntryOf(*entry.after);
         if (!was_queued || !SameEntry(QueueEntryOf(*entry.before), now_entry)) {
           changes.queued.push_back(now_entry);
         }
-      } else if (committed.claimed.count(id) != 0) {
+      } else if (committed.claimed.count(id) != 0 && entry.after) {
         changes.claimed.push_back(ClaimedTask{
-            std::make_shared<const storage::TaskRecord>(entry.after)});
+            std::make_shared<const storage::TaskRecord>(*entry.after)});
       } else if (was_queued) {
         changes.dequeued.push_back(id);
       }

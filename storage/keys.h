@@ -34,8 +34,15 @@ int64_t DecodeTime(uint64_t encoded);
 std::string TaskKey(TaskId id);
 bool DecodeTaskKey(std::string_view key, TaskId* id);
 
+// Strings inside keys are length-prefixed (2 bytes), so that any bytes are
+// allowed and a prefix scan for one string never matches a longer one.
+inline constexpr size_t kMaxKeyString = 0xFFFF;
+void PutKeyString(std::string* dst, std::string_view value);
+// Reads a length-prefixed string at *input and advances it.
+bool GetKeyString(std::string_view* input, std::string_view* value);
+
 // `ready`: priority (descending), then enqueue sequence; 12 bytes. The value
-// is the task id (8 bytes).
+// is a QueueValue.
 struct ReadyKey {
   int32_t priority = 0;
   uint64_t sequence = 0;
@@ -44,7 +51,7 @@ std::string EncodeReadyKey(const ReadyKey& key);
 bool DecodeReadyKey(std::string_view key, ReadyKey* out);
 
 // `scheduled`: the time the task becomes due, then its sequence; 16 bytes.
-// The value is the task id (8 bytes) and its priority (4 bytes, encoded).
+// The value is a QueueValue.
 struct ScheduledKey {
   int64_t due_us = 0;
   uint64_t sequence = 0;
@@ -52,9 +59,53 @@ struct ScheduledKey {
 std::string EncodeScheduledKey(const ScheduledKey& key);
 bool DecodeScheduledKey(std::string_view key, ScheduledKey* out);
 
-std::string EncodeScheduledValue(TaskId id, int32_t priority);
-bool DecodeScheduledValue(std::string_view value, TaskId* id,
-                          int32_t* priority);
+// What the scheduler needs of a queued task besides its key: its id,
+// priority, type and group (for limits and fair rotation).
+struct QueueValue {
+  TaskId id = 0;
+  int32_t priority = 0;
+  std::string_view type;
+  std::string_view group;
+};
+std::string EncodeQueueValue(const QueueValue& value);
+// The views in *out point into `value`.
+bool DecodeQueueValue(std::string_view value, QueueValue* out);
+
+// `by_status`: status (1 byte), then id. Every task has one.
+std::string StatusIndexKey(TaskStatus status, TaskId id);
+std::string StatusIndexPrefix(TaskStatus status);
+bool DecodeStatusIndexKey(std::string_view key, TaskStatus* status, TaskId* id);
+
+// `by_type`: type, status, id. Every task has one.
+std::string TypeIndexKey(std::string_view type, TaskStatus status, TaskId id);
+std::string TypeIndexPrefix(std::string_view type);
+std::string TypeIndexPrefix(std::string_view type, TaskStatus status);
+// The id at the end of a by_type key.
+bool DecodeTrailingId(std::string_view key, TaskId* id);
+
+// `by_group`: group, id; the value is the status (1 byte). Only tasks with a
+// group have one.
+std::string GroupIndexKey(std::string_view group, TaskId id);
+std::string GroupIndexPrefix(std::string_view group);
+
+// `dedup`: the key itself; the value is the id (8 bytes). Only active tasks
+// with a dedup key have one.
+std::string DedupIndexKey(std::string_view dedup_key);
+
+// `waiting_on`: the dependency's id, then the waiting task's id. Only
+// waiting tasks have them, one per dependency.
+std::string WaitingIndexKey(TaskId dependency, TaskId waiter);
+std::string WaitingIndexPrefix(TaskId dependency);
+
+// Meta keys of the counts by type: "tcount/" + type + status.
+std::string TypeCountKey(std::string_view type, TaskStatus status);
+inline constexpr std::string_view kTypeCountPrefix = "tcount/";
+bool DecodeTypeCountKey(std::string_view key, std::string_view* type,
+                        TaskStatus* status);
+
+// The smallest string greater than every string with `prefix`; empty when
+// there is none (the prefix is all 0xff).
+std::string PrefixSuccessor(std::string_view prefix);
 
 }  // namespace spool::storage
 

@@ -58,15 +58,40 @@ TEST(KeysTest, DecodersRejectWrongLengths) {
   TaskId id;
   ReadyKey ready;
   ScheduledKey scheduled;
-  int32_t priority;
+  QueueValue value;
   EXPECT_FALSE(DecodeTaskKey("short", &id));
   EXPECT_FALSE(DecodeReadyKey("0123456789a", &ready));
   EXPECT_FALSE(DecodeScheduledKey("", &scheduled));
-  EXPECT_FALSE(DecodeScheduledValue("12345678901", &id, &priority));
+  EXPECT_FALSE(DecodeQueueValue("12345678901", &value));
+  std::string encoded = EncodeQueueValue({77, -3, "email", "customer-1"});
+  ASSERT_TRUE(DecodeQueueValue(encoded, &value));
+  EXPECT_EQ(value.id, 77u);
+  EXPECT_EQ(value.priority, -3);
+  EXPECT_EQ(value.type, "email");
+  EXPECT_EQ(value.group, "customer-1");
+  EXPECT_FALSE(DecodeQueueValue(encoded + "x", &value));
+  EXPECT_FALSE(DecodeQueueValue(encoded.substr(0, encoded.size() - 1), &value));
+}
+
+TEST(KeysTest, KeyStringsAreLengthPrefixedSoPrefixesDoNotCollide) {
+  std::string a = TypeIndexKey("ab", TaskStatus::kPending, 1);
+  std::string abc = TypeIndexKey("abc", TaskStatus::kPending, 1);
+  EXPECT_NE(abc.substr(0, TypeIndexPrefix("ab").size()), TypeIndexPrefix("ab"));
+  EXPECT_EQ(a.substr(0, TypeIndexPrefix("ab").size()), TypeIndexPrefix("ab"));
+  TaskId id = 0;
   ASSERT_TRUE(
-      DecodeScheduledValue(EncodeScheduledValue(77, -3), &id, &priority));
-  EXPECT_EQ(id, 77u);
-  EXPECT_EQ(priority, -3);
+      DecodeTrailingId(TypeIndexKey("t", TaskStatus::kFailed, 42), &id));
+  EXPECT_EQ(id, 42u);
+  std::string_view type;
+  TaskStatus status;
+  std::string with_nul("x\0y", 3);
+  ASSERT_TRUE(DecodeTypeCountKey(TypeCountKey(with_nul, TaskStatus::kHeld),
+                                 &type, &status));
+  EXPECT_EQ(type, with_nul);
+  EXPECT_EQ(status, TaskStatus::kHeld);
+  EXPECT_EQ(PrefixSuccessor("ab"), "ac");
+  EXPECT_EQ(PrefixSuccessor(std::string("a\xff", 2)), "b");
+  EXPECT_EQ(PrefixSuccessor(std::string("\xff\xff", 2)), "");
 }
 
 TEST(KeysTest, TaskKeysAreBigEndian) {

@@ -54,6 +54,19 @@ void EncodeRecord(const TaskRecord& record,
     }
     failures = builder->CreateVector(entries);
   }
+  auto optional_string = [builder](const std::string& value) {
+    return value.empty() ? flatbuffers::Offset<flatbuffers::String>()
+                         : builder->CreateString(value);
+  };
+  auto group = optional_string(record.group);
+  auto dedup_key = optional_string(record.dedup_key);
+  auto idempotency_key = optional_string(record.idempotency_key);
+  auto handoff_reference = optional_string(record.handoff_reference);
+  auto periodic_name = optional_string(record.periodic_name);
+  flatbuffers::Offset<flatbuffers::Vector<uint64_t>> depends_on;
+  if (!record.depends_on.empty()) {
+    depends_on = builder->CreateVector(record.depends_on);
+  }
   fb::TaskRecordBuilder table(*builder);
   table.add_id(record.id);
   table.add_type(type);
@@ -69,6 +82,19 @@ void EncodeRecord(const TaskRecord& record,
   if (!last_error.IsNull()) table.add_last_error(last_error);
   table.add_retry(retry);
   if (!failures.IsNull()) table.add_failures(failures);
+  if (!group.IsNull()) table.add_group(group);
+  if (!dedup_key.IsNull()) table.add_dedup_key(dedup_key);
+  if (!idempotency_key.IsNull()) table.add_idempotency_key(idempotency_key);
+  if (!depends_on.IsNull()) table.add_depends_on(depends_on);
+  table.add_on_dependency_failure(
+      static_cast<fb::DependencyFailure>(record.on_dependency_failure));
+  table.add_timeout_us(record.timeout_us);
+  table.add_cancel_requested(record.cancel_requested);
+  if (!handoff_reference.IsNull())
+    table.add_handoff_reference(handoff_reference);
+  table.add_payload_version(record.payload_version);
+  if (!periodic_name.IsNull()) table.add_periodic_name(periodic_name);
+  table.add_periodic_slot_us(record.periodic_slot_us);
   fb::FinishTaskRecordBuffer(*builder, table.Finish());
 }
 
@@ -109,6 +135,10 @@ Status VerifyRecord(TaskId id, std::string_view bytes,
       static_cast<uint8_t>(record->retry()->kind()) >
           static_cast<uint8_t>(fb::RetryKind::Exponential)) {
     return corrupt("retry kind is out of range");
+  }
+  if (static_cast<uint8_t>(record->on_dependency_failure()) >
+      static_cast<uint8_t>(fb::DependencyFailure::Run)) {
+    return corrupt("dependency failure policy is out of range");
   }
   *table = record;
   return Status::OK();
@@ -153,6 +183,21 @@ Status DecodeRecord(TaskId id, std::string_view bytes, TaskRecord* record) {
                                               std::string(AsView(f->error()))});
     }
   }
+  record->group = std::string(AsView(table->group()));
+  record->dedup_key = std::string(AsView(table->dedup_key()));
+  record->idempotency_key = std::string(AsView(table->idempotency_key()));
+  record->depends_on.clear();
+  if (const auto* deps = table->depends_on()) {
+    record->depends_on.assign(deps->begin(), deps->end());
+  }
+  record->on_dependency_failure =
+      static_cast<DependencyFailure>(table->on_dependency_failure());
+  record->timeout_us = table->timeout_us();
+  record->cancel_requested = table->cancel_requested();
+  record->handoff_reference = std::string(AsView(table->handoff_reference()));
+  record->payload_version = table->payload_version();
+  record->periodic_name = std::string(AsView(table->periodic_name()));
+  record->periodic_slot_us = table->periodic_slot_us();
   return Status::OK();
 }
 
@@ -178,6 +223,27 @@ void FillTaskInfo(const fb::TaskRecord& table, TaskInfo* info) {
   }
   info->sequence = table.sequence();
   info->last_error = std::string(AsView(table.last_error()));
+  info->failures.clear();
+  if (const auto* failures = table.failures()) {
+    for (const fb::Failure* f : *failures) {
+      info->failures.push_back(
+          TaskInfo::Failure{f->attempt(), Timestamp(Duration(f->at_us())),
+                            std::string(AsView(f->error()))});
+    }
+  }
+  info->group = std::string(AsView(table.group()));
+  info->dedup_key = std::string(AsView(table.dedup_key()));
+  info->idempotency_key = std::string(AsView(table.idempotency_key()));
+  info->depends_on.clear();
+  if (const auto* deps = table.depends_on()) {
+    info->depends_on.assign(deps->begin(), deps->end());
+  }
+  info->on_dependency_failure =
+      static_cast<DependencyFailure>(table.on_dependency_failure());
+  info->timeout = Duration(table.timeout_us());
+  info->cancel_requested = table.cancel_requested();
+  info->handoff_reference = std::string(AsView(table.handoff_reference()));
+  info->payload_version = table.payload_version();
 }
 
 void RecordFailure(TaskRecord* record, uint32_t attempt, int64_t at_us,

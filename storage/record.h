@@ -50,6 +50,18 @@ struct TaskRecord {
   RetryPolicy retry;
   // Oldest first; bounded by kMaxFailureHistory.
   std::vector<FailureEntry> failures;
+  std::string group;
+  std::string dedup_key;
+  std::string idempotency_key;
+  std::vector<TaskId> depends_on;
+  DependencyFailure on_dependency_failure = DependencyFailure::kCancel;
+  // Per attempt; 0 for none.
+  int64_t timeout_us = 0;
+  bool cancel_requested = false;
+  std::string handoff_reference;
+  uint32_t payload_version = 0;
+  std::string periodic_name;
+  int64_t periodic_slot_us = 0;
 };
 
 // How many failed attempts a record remembers.

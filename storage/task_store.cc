@@ -19,8 +19,9 @@
 namespace spool::storage {
 namespace {
 
-constexpr const char* kFamilyNames[] = {"tasks",   "ready", "scheduled",
-                                        "running", "meta",  "corrupt"};
+constexpr const char* kFamilyNames[] = {
+    "tasks",    "ready", "scheduled",  "running", "by_status", "by_type",
+    "by_group", "dedup", "waiting_on", "meta",    "corrupt"};
 static_assert(sizeof(kFamilyNames) / sizeof(kFamilyNames[0]) ==
               static_cast<size_t>(ColumnFamily::kCount));
 
@@ -56,9 +57,11 @@ Status FromRocks(const rocksdb::Status& s, std::string_view context) {
 // SingleDelete, whose tombstone vanishes when it meets its put, even in a
 // flush, so a consumed queue leaves no tombstones for scans to skip.
 bool IsIndexFamily(ColumnFamily family) {
-  return family == ColumnFamily::kReady || family == ColumnFamily::kScheduled ||
-         family == ColumnFamily::kRunning;
+  return family != ColumnFamily::kTasks && family != ColumnFamily::kMeta &&
+         family != ColumnFamily::kCorrupt;
 }
+
+bool IsActive(TaskStatus status) { return !IsTerminal(status); }
 
 rocksdb::ColumnFamilyOptions FamilyOptions(
     ColumnFamily family, const std::shared_ptr<rocksdb::Cache>& cache) {
@@ -85,27 +88,56 @@ rocksdb::ColumnFamilyOptions FamilyOptions(
 
 }  // namespace
 
+const char* ColumnFamilyName(ColumnFamily family) {
+  auto index = static_cast<size_t>(family);
+  return index < static_cast<size_t>(ColumnFamily::kCount) ? kFamilyNames[index]
+                                                           : "invalid";
+}
+
 std::vector<IndexEntry> IndexEntriesOf(const TaskRecord& record) {
   std::vector<IndexEntry> entries;
+  entries.reserve(4 + record.depends_on.size());
   switch (record.status) {
     case TaskStatus::kPending:
-    case TaskStatus::kRetryScheduled:
+    case TaskStatus::kRetryScheduled: {
+      std::string value = EncodeQueueValue(
+          {record.id, record.priority, record.type, record.group});
       if (record.next_attempt_us == 0) {
         entries.push_back({ColumnFamily::kReady,
                            EncodeReadyKey({record.priority, record.sequence}),
-                           TaskKey(record.id)});
+                           std::move(value)});
       } else {
         entries.push_back(
             {ColumnFamily::kScheduled,
              EncodeScheduledKey({record.next_attempt_us, record.sequence}),
-             EncodeScheduledValue(record.id, record.priority)});
+             std::move(value)});
       }
       break;
+    }
     case TaskStatus::kRunning:
       entries.push_back({ColumnFamily::kRunning, TaskKey(record.id), ""});
       break;
+    case TaskStatus::kWaiting:
+      for (TaskId dependency : record.depends_on) {
+        entries.push_back({ColumnFamily::kWaitingOn,
+                           WaitingIndexKey(dependency, record.id), ""});
+      }
+      break;
     default:
       break;
+  }
+  entries.push_back(
+      {ColumnFamily::kByStatus, StatusIndexKey(record.status, record.id), ""});
+  entries.push_back({ColumnFamily::kByType,
+                     TypeIndexKey(record.type, record.status, record.id), ""});
+  if (!record.group.empty()) {
+    entries.push_back({ColumnFamily::kByGroup,
+                       GroupIndexKey(record.group, record.id),
+                       std::string(1, static_cast<char>(record.status))});
+  }
+  if (!record.dedup_key.empty() && IsActive(record.status)) {
+    entries.push_back({ColumnFamily::kDedup, DedupIndexKey(record.dedup_key),
+                       TaskKey(record.id)});
   }
   return entries;
 }
@@ -214,7 +246,7 @@ Status TaskStore::OpenDb() {
 }
 
 Status TaskStore::LoadMeta() {
-  auto get = [this](const char* key, std::string* value) {
+  auto get = [this](const std::string& key, std::string* value) {
     return db_->Get(rocksdb::ReadOptions(), Handle(ColumnFamily::kMeta), key,
                     value);
   };
@@ -252,11 +284,12 @@ Status TaskStore::LoadMeta() {
 
   auto load_u64 = [&](const std::string& key, uint64_t* out) -> Status {
     std::string v;
-    rocksdb::Status r = get(key.c_str(), &v);
+    rocksdb::Status r = get(key, &v);
     if (r.IsNotFound()) return Status::OK();
     if (!r.ok()) return FromRocks(r, "reading meta " + key);
-    if (v.size() != 8)
+    if (v.size() != 8) {
       return Status::Corruption("meta " + key + " is malformed");
+    }
     *out = GetBigEndian64(v.data());
     return Status::OK();
   };
@@ -265,32 +298,157 @@ Status TaskStore::LoadMeta() {
   for (size_t i = 0; s.ok() && i < kTaskStatusCount; ++i) {
     s = load_u64(CountKey(i), &counts_[i]);
   }
+  if (s.ok()) {
+    s = Scan(ColumnFamily::kMeta, kTypeCountPrefix, "",
+             [&](std::string_view key, std::string_view v) {
+               std::string_view type;
+               TaskStatus status;
+               if (DecodeTypeCountKey(key, &type, &status) && v.size() == 8) {
+                 type_counts_[std::string(type)][static_cast<size_t>(status)] =
+                     GetBigEndian64(v.data());
+               }
+               return true;
+             });
+  }
   if (!s.ok()) return s;
 
   std::string dirty;
-  if (get(kMetaCountsDirty, &dirty).ok()) {
-    // A quarantined record's status was unknown; count again from scratch.
-    std::array<uint64_t, kTaskStatusCount> counts{};
-    s = ForEachRecord([&](TaskId id, std::string_view bytes) {
-      const fb::TaskRecord* table = nullptr;
-      if (VerifyRecord(id, bytes, &table).ok()) {
-        counts[static_cast<size_t>(table->status())]++;
+  if (!get(kMetaCountsDirty, &dirty).ok()) return Status::OK();
+  s = RepairIndexes();
+  if (!s.ok()) return s;
+  return RebuildCounts();
+}
+
+namespace {
+
+// Every index entry the verified records imply, by family.
+using ExpectedIndexes = std::array<std::map<std::string, std::string>,
+                                   static_cast<size_t>(ColumnFamily::kCount)>;
+
+Status ExpectedFromRecords(const TaskStore& store, ExpectedIndexes* expected) {
+  return store.ForEachRecord([&](TaskId id, std::string_view bytes) {
+    TaskRecord record;
+    if (DecodeRecord(id, bytes, &record).ok()) {
+      for (IndexEntry& e : IndexEntriesOf(record)) {
+        (*expected)[static_cast<size_t>(e.family)][std::move(e.key)] =
+            std::move(e.value);
       }
-      return Status::OK();
+    }
+    return Status::OK();
+  });
+}
+
+}  // namespace
+
+Status TaskStore::CheckIndexes(size_t* mismatches,
+                               std::vector<std::string>* problems) const {
+  ExpectedIndexes expected;
+  Status s = ExpectedFromRecords(*this, &expected);
+  if (!s.ok()) return s;
+  *mismatches = 0;
+  auto report = [&](ColumnFamily family, std::string_view what,
+                    std::string_view key) {
+    ++*mismatches;
+    if (problems != nullptr && problems->size() < 20) {
+      std::string hex;
+      for (unsigned char c : key) {
+        static const char* kDigits = "0123456789abcdef";
+        hex.push_back(kDigits[c >> 4]);
+        hex.push_back(kDigits[c & 15]);
+      }
+      problems->push_back(std::string(ColumnFamilyName(family)) + ": " +
+                          std::string(what) + " " + hex);
+    }
+  };
+  for (size_t f = 0; f < expected.size(); ++f) {
+    auto family = static_cast<ColumnFamily>(f);
+    if (!IsIndexFamily(family)) continue;
+    auto& want = expected[f];
+    s = Scan(family, "", "", [&](std::string_view key, std::string_view value) {
+      auto it = want.find(std::string(key));
+      if (it == want.end()) {
+        report(family, "entry without a record", key);
+      } else {
+        if (it->second != value) report(family, "wrong value for", key);
+        want.erase(it);
+      }
+      return true;
     });
     if (!s.ok()) return s;
-    rocksdb::WriteBatch batch;
-    for (size_t i = 0; i < kTaskStatusCount; ++i) {
-      batch.Put(Handle(ColumnFamily::kMeta), CountKey(i),
-                BigEndian64(counts[i]));
+    for (const auto& [key, value] : want) {
+      report(family, "missing entry", key);
     }
-    batch.Delete(Handle(ColumnFamily::kMeta), kMetaCountsDirty);
-    rocksdb::WriteOptions wo;
-    wo.sync = options_.durability == Durability::kSync;
-    s = FromRocks(db_->Write(wo, &batch), "rewriting counts");
-    if (!s.ok()) return s;
-    counts_ = counts;
   }
+  return Status::OK();
+}
+
+Status TaskStore::RepairIndexes() {
+  ExpectedIndexes expected;
+  Status s = ExpectedFromRecords(*this, &expected);
+  if (!s.ok()) return s;
+  rocksdb::WriteBatch batch;
+  for (size_t f = 0; f < expected.size(); ++f) {
+    auto family = static_cast<ColumnFamily>(f);
+    if (!IsIndexFamily(family)) continue;
+    auto& want = expected[f];
+    s = Scan(family, "", "", [&](std::string_view key, std::string_view value) {
+      auto it = want.find(std::string(key));
+      rocksdb::Slice k(key.data(), key.size());
+      if (it == want.end()) {
+        batch.SingleDelete(Handle(family), k);
+      } else {
+        if (it->second != value) {
+          batch.SingleDelete(Handle(family), k);
+          batch.Put(Handle(family), k, it->second);
+        }
+        want.erase(it);
+      }
+      return true;
+    });
+    if (!s.ok()) return s;
+    for (const auto& [key, value] : want) batch.Put(Handle(family), key, value);
+  }
+  rocksdb::WriteOptions wo;
+  wo.sync = options_.durability == Durability::kSync;
+  return FromRocks(db_->Write(wo, &batch), "repairing indexes");
+}
+
+// A quarantined record's status and type were unknown, so the counts may be
+// off: count again from the records.
+Status TaskStore::RebuildCounts() {
+  std::array<uint64_t, kTaskStatusCount> counts{};
+  TypeCounts type_counts;
+  Status s = ForEachRecord([&](TaskId id, std::string_view bytes) {
+    const fb::TaskRecord* table = nullptr;
+    if (VerifyRecord(id, bytes, &table).ok()) {
+      auto status = static_cast<size_t>(table->status());
+      counts[status]++;
+      type_counts[table->type()->str()][status]++;
+    }
+    return Status::OK();
+  });
+  if (!s.ok()) return s;
+  rocksdb::WriteBatch batch;
+  for (size_t i = 0; i < kTaskStatusCount; ++i) {
+    batch.Put(Handle(ColumnFamily::kMeta), CountKey(i), BigEndian64(counts[i]));
+  }
+  batch.DeleteRange(Handle(ColumnFamily::kMeta), kTypeCountPrefix,
+                    PrefixSuccessor(kTypeCountPrefix));
+  for (const auto& [type, by_status] : type_counts) {
+    for (size_t i = 0; i < kTaskStatusCount; ++i) {
+      if (by_status[i] == 0) continue;
+      batch.Put(Handle(ColumnFamily::kMeta),
+                TypeCountKey(type, static_cast<TaskStatus>(i)),
+                BigEndian64(by_status[i]));
+    }
+  }
+  batch.Delete(Handle(ColumnFamily::kMeta), kMetaCountsDirty);
+  rocksdb::WriteOptions wo;
+  wo.sync = options_.durability == Durability::kSync;
+  s = FromRocks(db_->Write(wo, &batch), "rewriting counts");
+  if (!s.ok()) return s;
+  counts_ = counts;
+  type_counts_ = std::move(type_counts);
   return Status::OK();
 }
 
@@ -306,10 +464,56 @@ Status TaskStore::GetRaw(TaskId id, std::string* bytes,
   return FromRocks(rs, "reading task " + std::to_string(id));
 }
 
+Status TaskStore::GetEntry(ColumnFamily family, std::string_view key,
+                           std::string* value,
+                           const rocksdb::Snapshot* snapshot) const {
+  rocksdb::ReadOptions ro;
+  ro.snapshot = snapshot;
+  rocksdb::Status rs = db_->Get(ro, Handle(family),
+                                rocksdb::Slice(key.data(), key.size()), value);
+  if (rs.IsNotFound()) return Status::NotFound(ColumnFamilyName(family));
+  return FromRocks(rs, std::string("reading ") + ColumnFamilyName(family));
+}
+
+Status TaskStore::Scan(ColumnFamily family, std::string_view prefix,
+                       std::string_view start, const IndexVisitor& visit,
+                       const rocksdb::Snapshot* snapshot) const {
+  rocksdb::ReadOptions ro;
+  ro.snapshot = snapshot;
+  // The upper bound stops the iterator at the prefix's end, even over
+  // deletions past it.
+  std::string upper = PrefixSuccessor(prefix);
+  rocksdb::Slice upper_slice(upper);
+  if (!upper.empty()) ro.iterate_upper_bound = &upper_slice;
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, Handle(family)));
+  std::string_view from = start > prefix ? start : prefix;
+  for (it->Seek(rocksdb::Slice(from.data(), from.size())); it->Valid();
+       it->Next()) {
+    std::string_view key(it->key().data(), it->key().size());
+    if (key.substr(0, prefix.size()) != prefix) break;
+    if (!visit(key, std::string_view(it->value().data(), it->value().size()))) {
+      break;
+    }
+  }
+  return FromRocks(it->status(),
+                   std::string("scanning ") + ColumnFamilyName(family));
+}
+
 TaskStore::ReadView::~ReadView() { store_->db_->ReleaseSnapshot(snapshot_); }
 
 Status TaskStore::ReadView::GetRaw(TaskId id, std::string* bytes) const {
   return store_->GetRaw(id, bytes, snapshot_);
+}
+
+Status TaskStore::ReadView::GetEntry(ColumnFamily family, std::string_view key,
+                                     std::string* value) const {
+  return store_->GetEntry(family, key, value, snapshot_);
+}
+
+Status TaskStore::ReadView::Scan(ColumnFamily family, std::string_view prefix,
+                                 std::string_view start,
+                                 const IndexVisitor& visit) const {
+  return store_->Scan(family, prefix, start, visit, snapshot_);
 }
 
 Status TaskStore::ReadView::CountByStatus(
@@ -342,6 +546,23 @@ Status TaskStore::ReadView::CountByStatus(
   return Status::OK();
 }
 
+Status TaskStore::ReadView::CountByType(TypeCounts* counts) const {
+  counts->clear();
+  return Scan(
+      ColumnFamily::kMeta, kTypeCountPrefix, "",
+      [&](std::string_view key, std::string_view value) {
+        std::string_view type;
+        TaskStatus status;
+        if (DecodeTypeCountKey(key, &type, &status) && value.size() == 8) {
+          uint64_t n = GetBigEndian64(value.data());
+          if (n != 0) {
+            (*counts)[std::string(type)][static_cast<size_t>(status)] = n;
+          }
+        }
+        return true;
+      });
+}
+
 std::unique_ptr<TaskStore::ReadView> TaskStore::NewReadView() const {
   return std::unique_ptr<ReadView>(new ReadView(this, db_->GetSnapshot()));
 }
@@ -349,15 +570,12 @@ std::unique_ptr<TaskStore::ReadView> TaskStore::NewReadView() const {
 Status TaskStore::ForEachIndexEntry(
     ColumnFamily family,
     const std::function<Status(std::string_view, std::string_view)>& fn) const {
-  std::unique_ptr<rocksdb::Iterator> it(
-      db_->NewIterator(rocksdb::ReadOptions(), Handle(family)));
-  for (it->SeekToFirst(); it->Valid(); it->Next()) {
-    Status s = fn(std::string_view(it->key().data(), it->key().size()),
-                  std::string_view(it->value().data(), it->value().size()));
-    if (!s.ok()) return s;
-  }
-  return FromRocks(it->status(), std::string("scanning ") +
-                                     kFamilyNames[static_cast<size_t>(family)]);
+  Status inner;
+  Status s = Scan(family, "", "", [&](std::string_view k, std::string_view v) {
+    inner = fn(k, v);
+    return inner.ok();
+  });
+  return inner.ok() ? s : inner;
 }
 
 Status TaskStore::ForEachRecord(
@@ -372,13 +590,24 @@ Status TaskStore::ForEachRecord(
       });
 }
 
+namespace {
+
+bool SameSlot(const IndexEntry& a, const IndexEntry& b) {
+  return a.family == b.family && a.key == b.key;
+}
+
+}  // namespace
+
 Status TaskStore::Commit(WriteTxn* txn) {
   rocksdb::WriteBatch batch;
   auto counts = counts_;
-  auto count = [&counts](TaskStatus status, int delta) {
-    uint64_t& c = counts[static_cast<size_t>(status)];
-    if (delta < 0 && c == 0) return;  // never wrap; a rebuild fixes drift
-    c += delta;
+  // Changed per-type counts, as deltas, applied only if the write succeeds.
+  std::map<std::string, std::array<int64_t, kTaskStatusCount>> type_deltas;
+  auto count = [&](const TaskRecord& record, int delta) {
+    auto status = static_cast<size_t>(record.status);
+    uint64_t& c = counts[status];
+    if (delta > 0 || c > 0) c += delta;  // never wrap; a rebuild fixes drift
+    type_deltas[record.type][status] += delta;
   };
   auto put_index = [&](const IndexEntry& e) {
     batch.Put(Handle(e.family), e.key, e.value);
@@ -390,35 +619,42 @@ Status TaskStore::Commit(WriteTxn* txn) {
   flatbuffers::FlatBufferBuilder builder(1024);
   for (const auto& [id, entry] : txn->entries_) {
     std::vector<IndexEntry> before;
+    std::vector<IndexEntry> after;
     if (entry.before) {
       before = IndexEntriesOf(*entry.before);
-      count(entry.before->status, -1);
+      count(*entry.before, -1);
     }
-    std::vector<IndexEntry> after = IndexEntriesOf(entry.after);
-    count(entry.after.status, +1);
+    if (entry.after) {
+      after = IndexEntriesOf(*entry.after);
+      count(*entry.after, +1);
+    }
     for (const IndexEntry& old_entry : before) {
       auto same = std::find_if(after.begin(), after.end(), [&](const auto& e) {
-        return e.family == old_entry.family && e.key == old_entry.key;
+        return SameSlot(e, old_entry);
       });
       if (same == after.end()) {
         delete_index(old_entry);
       } else if (same->value != old_entry.value) {
+        // SingleDelete allows one put per key between deletes.
         delete_index(old_entry);
         put_index(*same);
       }
     }
     for (const IndexEntry& new_entry : after) {
       bool existed =
-          std::any_of(before.begin(), before.end(), [&](const auto& e) {
-            return e.family == new_entry.family && e.key == new_entry.key;
-          });
+          std::any_of(before.begin(), before.end(),
+                      [&](const auto& e) { return SameSlot(e, new_entry); });
       if (!existed) put_index(new_entry);
     }
-    EncodeRecord(entry.after, &builder);
-    batch.Put(Handle(ColumnFamily::kTasks), TaskKey(id),
-              rocksdb::Slice(
-                  reinterpret_cast<const char*>(builder.GetBufferPointer()),
-                  builder.GetSize()));
+    if (entry.after) {
+      EncodeRecord(*entry.after, &builder);
+      batch.Put(Handle(ColumnFamily::kTasks), TaskKey(id),
+                rocksdb::Slice(
+                    reinterpret_cast<const char*>(builder.GetBufferPointer()),
+                    builder.GetSize()));
+    } else if (entry.before) {
+      batch.Delete(Handle(ColumnFamily::kTasks), TaskKey(id));
+    }
   }
 
   for (auto& [id, known] : txn->quarantined_) {
@@ -434,6 +670,9 @@ Status TaskStore::Commit(WriteTxn* txn) {
     batch.Put(Handle(ColumnFamily::kMeta), kMetaCountsDirty, "");
   }
 
+  for (const auto& [key, value] : txn->meta_) {
+    batch.Put(Handle(ColumnFamily::kMeta), key, value);
+  }
   uint64_t reserved = reserved_ids_;
   if (txn->max_id_ + kIdReservationBlock / 2 >= reserved_ids_) {
     reserved = txn->max_id_ + kIdReservationBlock;
@@ -450,12 +689,34 @@ Status TaskStore::Commit(WriteTxn* txn) {
                 BigEndian64(counts[i]));
     }
   }
+  // New per-type counts; written only where they changed.
+  std::vector<std::pair<std::string, std::array<uint64_t, kTaskStatusCount>>>
+      type_updates;
+  for (const auto& [type, deltas] : type_deltas) {
+    auto current = type_counts_.count(type) != 0
+                       ? type_counts_.at(type)
+                       : std::array<uint64_t, kTaskStatusCount>{};
+    auto next = current;
+    for (size_t i = 0; i < kTaskStatusCount; ++i) {
+      if (deltas[i] == 0) continue;
+      int64_t value = static_cast<int64_t>(current[i]) + deltas[i];
+      next[i] = value < 0 ? 0 : static_cast<uint64_t>(value);
+      std::string key = TypeCountKey(type, static_cast<TaskStatus>(i));
+      if (next[i] == 0) {
+        batch.Delete(Handle(ColumnFamily::kMeta), key);
+      } else {
+        batch.Put(Handle(ColumnFamily::kMeta), key, BigEndian64(next[i]));
+      }
+    }
+    type_updates.emplace_back(type, next);
+  }
 
   rocksdb::WriteOptions wo;
   wo.sync = options_.durability == Durability::kSync;
   Status s = FromRocks(db_->Write(wo, &batch), "committing a write batch");
   if (!s.ok()) return s;
   counts_ = counts;
+  for (auto& [type, next] : type_updates) type_counts_[type] = next;
   next_sequence_ = txn->next_sequence_;
   reserved_ids_ = reserved;
   return Status::OK();
@@ -482,7 +743,10 @@ WriteTxn::WriteTxn(TaskStore* store)
 
 Status WriteTxn::Get(TaskId id, TaskRecord* record) {
   if (auto it = entries_.find(id); it != entries_.end()) {
-    *record = it->second.after;
+    if (!it->second.after) {
+      return Status::NotFound("task " + std::to_string(id) + " does not exist");
+    }
+    *record = *it->second.after;
     return Status::OK();
   }
   if (auto it = reads_.find(id); it != reads_.end()) {
@@ -498,27 +762,125 @@ Status WriteTxn::Get(TaskId id, TaskRecord* record) {
   return Status::OK();
 }
 
+void WriteTxn::RestageIndexes(const TaskRecord* previous,
+                              const TaskRecord* next) {
+  if (previous != nullptr) {
+    for (IndexEntry& e : IndexEntriesOf(*previous)) {
+      index_overlay_[{e.family, std::move(e.key)}] = std::nullopt;
+    }
+  }
+  if (next != nullptr) {
+    for (IndexEntry& e : IndexEntriesOf(*next)) {
+      index_overlay_[{e.family, std::move(e.key)}] = std::move(e.value);
+    }
+  }
+}
+
 void WriteTxn::Insert(TaskRecord record) {
   TaskId id = record.id;
   NoteId(id);
+  RestageIndexes(nullptr, &record);
   entries_[id] = Entry{std::nullopt, std::move(record)};
 }
 
 void WriteTxn::Update(TaskRecord record) {
   TaskId id = record.id;
   if (auto it = entries_.find(id); it != entries_.end()) {
+    RestageIndexes(it->second.after ? &*it->second.after : nullptr, &record);
     it->second.after = std::move(record);
     return;
   }
   auto read = reads_.find(id);
   assert(read != reads_.end() && "Update requires a prior Get");
+  RestageIndexes(&read->second, &record);
   Entry entry{std::move(read->second), std::move(record)};
+  reads_.erase(read);
+  entries_.emplace(id, std::move(entry));
+}
+
+void WriteTxn::Delete(TaskId id) {
+  if (auto it = entries_.find(id); it != entries_.end()) {
+    RestageIndexes(it->second.after ? &*it->second.after : nullptr, nullptr);
+    it->second.after.reset();
+    return;
+  }
+  auto read = reads_.find(id);
+  assert(read != reads_.end() && "Delete requires a prior Get");
+  RestageIndexes(&read->second, nullptr);
+  Entry entry{std::move(read->second), std::nullopt};
   reads_.erase(read);
   entries_.emplace(id, std::move(entry));
 }
 
 void WriteTxn::Quarantine(TaskId id, std::vector<IndexEntry> known) {
   quarantined_.emplace_back(id, std::move(known));
+}
+
+Status WriteTxn::GetIndex(ColumnFamily family, std::string_view key,
+                          std::string* value) {
+  auto it = index_overlay_.find({family, std::string(key)});
+  if (it != index_overlay_.end()) {
+    if (!it->second) return Status::NotFound(ColumnFamilyName(family));
+    *value = *it->second;
+    return Status::OK();
+  }
+  return store_->GetEntry(family, key, value);
+}
+
+Status WriteTxn::ScanIndex(ColumnFamily family, std::string_view prefix,
+                           const IndexVisitor& visit) {
+  // The staged entries under the prefix, in key order.
+  auto first = index_overlay_.lower_bound({family, std::string(prefix)});
+  auto staged_end = first;
+  while (staged_end != index_overlay_.end() &&
+         staged_end->first.first == family &&
+         std::string_view(staged_end->first.second).substr(0, prefix.size()) ==
+             prefix) {
+    ++staged_end;
+  }
+  // Merge them with the stored entries: a staged entry replaces (or, when
+  // empty, hides) the stored one with the same key.
+  auto staged = first;
+  bool stopped = false;
+  Status s = store_->Scan(
+      family, prefix, "", [&](std::string_view key, std::string_view value) {
+        while (staged != staged_end && staged->first.second < key) {
+          if (staged->second && !visit(staged->first.second, *staged->second)) {
+            stopped = true;
+            return false;
+          }
+          ++staged;
+        }
+        if (staged != staged_end && staged->first.second == key) {
+          bool keep_going =
+              !staged->second || visit(staged->first.second, *staged->second);
+          ++staged;
+          if (!keep_going) stopped = true;
+          return keep_going;
+        }
+        if (!visit(key, value)) {
+          stopped = true;
+          return false;
+        }
+        return true;
+      });
+  if (!s.ok() || stopped) return s;
+  for (; staged != staged_end; ++staged) {
+    if (staged->second && !visit(staged->first.second, *staged->second)) break;
+  }
+  return Status::OK();
+}
+
+Status WriteTxn::GetMeta(std::string_view key, std::string* value) {
+  if (auto it = meta_.find(std::string(key)); it != meta_.end()) {
+    *value = it->second;
+    return Status::OK();
+  }
+  return store_->GetEntry(ColumnFamily::kMeta, key, value);
+}
+
+void WriteTxn::PutMeta(std::string key, std::string value) {
+  meta_[std::move(key)] = std::move(value);
 }
 
 }  // namespace spool::storage

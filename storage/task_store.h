@@ -1,13 +1,21 @@
 // TaskStore: spool's tasks on RocksDB.
 //
 // Column families:
-//   tasks      task id -> TaskRecord (FlatBuffers)
-//   ready      (priority desc, sequence) -> id, for tasks that may start now
-//   scheduled  (due time, sequence) -> (id, priority), for tasks that wait
-//              for a time (a delay or a retry)
-//   running    task id -> "", for tasks a handler runs
-//   meta       schema version, id reservation, sequence, counts by status
-//   corrupt    task id -> the raw bytes of a record that failed verification
+//   tasks       task id -> TaskRecord (FlatBuffers)
+//   ready       (priority desc, sequence) -> QueueValue, for tasks that may
+//               start now
+//   scheduled   (due time, sequence) -> QueueValue, for tasks that wait for a
+//               time (a delay or a retry)
+//   running     task id -> "", for tasks a handler runs
+//   by_status   (status, id) -> "", every task
+//   by_type     (type, status, id) -> "", every task
+//   by_group    (group, id) -> status, tasks with a group
+//   dedup       dedup key -> id, active tasks with a dedup key
+//   waiting_on  (dependency id, waiting id) -> "", waiting tasks
+//   meta        schema version, id reservation, sequence, counts by status
+//               and by type, periodic slots, rate-limit state
+//   corrupt     task id -> the raw bytes of a record that failed
+//               verification
 //
 // Every change goes through a WriteTxn and is committed as one WriteBatch, so
 // a record and its index entries change together or not at all. Index
@@ -22,6 +30,7 @@
 
 #include <array>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -55,10 +64,18 @@ enum class ColumnFamily : uint8_t {
   kReady,
   kScheduled,
   kRunning,
+  kByStatus,
+  kByType,
+  kByGroup,
+  kDedup,
+  kWaitingOn,
   kMeta,
   kCorrupt,
   kCount,  // not a family: the number of them
 };
+
+// The family's name in RocksDB, e.g. "by_status".
+const char* ColumnFamilyName(ColumnFamily family);
 
 // One index entry a record implies.
 struct IndexEntry {
@@ -67,8 +84,16 @@ struct IndexEntry {
   std::string value;
 };
 
-// The index entries that `record` must have, in a fixed order.
+// The index entries that `record` must have.
 std::vector<IndexEntry> IndexEntriesOf(const TaskRecord& record);
+
+// Visits entries of a family in key order; return false to stop early.
+using IndexVisitor =
+    std::function<bool(std::string_view key, std::string_view value)>;
+
+// Per-type counts: type -> counts by status.
+using TypeCounts =
+    std::unordered_map<std::string, std::array<uint64_t, kTaskStatusCount>>;
 
 struct StoreOptions {
   std::string path;
@@ -103,6 +128,17 @@ class TaskStore {
   Status GetRaw(TaskId id, std::string* bytes,
                 const rocksdb::Snapshot* snapshot = nullptr) const;
 
+  // A value in an index or meta family; NotFound when absent.
+  Status GetEntry(ColumnFamily family, std::string_view key, std::string* value,
+                  const rocksdb::Snapshot* snapshot = nullptr) const;
+
+  // Visits the entries of `family` whose keys start with `prefix`, from
+  // `start` (inclusive; empty: the prefix itself) in key order, until
+  // `visit` returns false. Never walks past the prefix.
+  Status Scan(ColumnFamily family, std::string_view prefix,
+              std::string_view start, const IndexVisitor& visit,
+              const rocksdb::Snapshot* snapshot = nullptr) const;
+
   // A consistent view of the store at one point in time.
   class ReadView {
    public:
@@ -112,8 +148,14 @@ class TaskStore {
 
     // Raw record bytes; NotFound when there is none.
     Status GetRaw(TaskId id, std::string* bytes) const;
+    Status GetEntry(ColumnFamily family, std::string_view key,
+                    std::string* value) const;
+    Status Scan(ColumnFamily family, std::string_view prefix,
+                std::string_view start, const IndexVisitor& visit) const;
     // Counts by status, as of this view.
     Status CountByStatus(std::array<uint64_t, kTaskStatusCount>* counts) const;
+    // Counts by type and status, as of this view.
+    Status CountByType(TypeCounts* counts) const;
 
    private:
     friend class TaskStore;
@@ -134,6 +176,13 @@ class TaskStore {
   // Visits every record (raw bytes) in id order.
   Status ForEachRecord(
       const std::function<Status(TaskId id, std::string_view bytes)>& fn) const;
+
+  // Compares every index family with the entries the records imply.
+  // Sets *mismatches to their number and appends a description of the first
+  // few to *problems (if not null). Reads the whole store: for tests, tools
+  // and repair, not for the hot path.
+  Status CheckIndexes(size_t* mismatches,
+                      std::vector<std::string>* problems = nullptr) const;
 
   // ---- Writer state (the writer's thread) ----
 
@@ -160,6 +209,10 @@ class TaskStore {
   explicit TaskStore(const StoreOptions& options);
   Status OpenDb();
   Status LoadMeta();
+  Status RebuildCounts();
+  // Makes every index family match the records (after a record was set
+  // aside, its index entries are not all known).
+  Status RepairIndexes();
   rocksdb::ColumnFamilyHandle* Handle(ColumnFamily family) const {
     return handles_[static_cast<size_t>(family)];
   }
@@ -176,16 +229,17 @@ class TaskStore {
   uint64_t reserved_ids_ = 1;
   uint64_t next_sequence_ = 1;
   std::array<uint64_t, kTaskStatusCount> counts_{};
+  TypeCounts type_counts_;
 };
 
 // The changes of one group commit. Reads see earlier changes of the same
-// transaction. Owned by the writer's thread.
+// transaction, in records and in indexes. Owned by the writer's thread.
 class WriteTxn {
  public:
   explicit WriteTxn(TaskStore* store);
 
-  // The record as this transaction sees it. NotFound when there is none;
-  // Corruption when it fails verification.
+  // The record as this transaction sees it. NotFound when there is none (or
+  // it was deleted here); Corruption when it fails verification.
   Status Get(TaskId id, TaskRecord* record);
 
   // Stages a new task. REQUIRES: no task with this id exists.
@@ -194,9 +248,26 @@ class WriteTxn {
   // Stages a new state for a task read with Get.
   void Update(TaskRecord record);
 
+  // Stages the removal of a task read with Get, with its index entries.
+  void Delete(TaskId id);
+
   // Moves the unreadable record of `id` to the corrupt family and removes the
   // index entries the caller knows of (the record itself cannot say).
   void Quarantine(TaskId id, std::vector<IndexEntry> known_index_entries);
+
+  // An index entry as this transaction sees it; NotFound when absent.
+  Status GetIndex(ColumnFamily family, std::string_view key,
+                  std::string* value);
+
+  // Visits index entries with `prefix`, as this transaction sees them, in key
+  // order, until `visit` returns false.
+  Status ScanIndex(ColumnFamily family, std::string_view prefix,
+                   const IndexVisitor& visit);
+
+  // A meta value as this transaction sees it; NotFound when absent.
+  Status GetMeta(std::string_view key, std::string* value);
+  // Stages a meta value.
+  void PutMeta(std::string key, std::string value);
 
   // The next enqueue sequence number.
   uint64_t NextSequence() { return next_sequence_++; }
@@ -206,22 +277,33 @@ class WriteTxn {
     if (id > max_id_) max_id_ = id;
   }
 
-  // One staged task, with the state it had before this transaction.
+  // One staged task, with the state it had before this transaction. `after`
+  // is empty for a deleted task.
   struct Entry {
     std::optional<TaskRecord> before;
-    TaskRecord after;
+    std::optional<TaskRecord> after;
   };
   const std::unordered_map<TaskId, Entry>& entries() const { return entries_; }
-  bool empty() const { return entries_.empty() && quarantined_.empty(); }
+  bool empty() const {
+    return entries_.empty() && quarantined_.empty() && meta_.empty();
+  }
 
  private:
   friend class TaskStore;
+  // Replaces the staged index entries of `previous` with those of `next`.
+  void RestageIndexes(const TaskRecord* previous, const TaskRecord* next);
+
   TaskStore* store_;
-  // Records read from the store and not yet updated: the `before` of a later
+  // Records read from the store and not yet changed: the `before` of a later
   // Update, so that no record is read twice.
   std::unordered_map<TaskId, TaskRecord> reads_;
   std::unordered_map<TaskId, Entry> entries_;
   std::vector<std::pair<TaskId, std::vector<IndexEntry>>> quarantined_;
+  // Index entries as staged: a value, or nullopt for a removed entry. Keyed
+  // by family and key, so that scans see staged entries in order.
+  std::map<std::pair<ColumnFamily, std::string>, std::optional<std::string>>
+      index_overlay_;
+  std::map<std::string, std::string> meta_;
   uint64_t next_sequence_;
   uint64_t max_id_ = 0;
 };

@@ -61,7 +61,12 @@ TEST_P(TaskStoreTest, InsertPutsRecordAndReadyIndexTogether) {
   auto ready = Family(*store, ColumnFamily::kReady);
   ASSERT_EQ(ready.size(), 2u);
   // Priority 5 sorts first.
-  EXPECT_EQ(ready.begin()->second, TaskKey(2));
+  QueueValue first;
+  ASSERT_TRUE(DecodeQueueValue(ready.begin()->second, &first));
+  EXPECT_EQ(first.id, 2u);
+  size_t mismatches = 1;
+  ASSERT_TRUE(store->CheckIndexes(&mismatches).ok());
+  EXPECT_EQ(mismatches, 0u);
   std::string bytes;
   ASSERT_TRUE(store->GetRaw(1, &bytes).ok());
   TaskRecord r;
@@ -171,6 +176,120 @@ TEST_P(TaskStoreTest, QuarantineMovesACorruptRecordAside) {
   EXPECT_TRUE(store->GetRaw(1, &bytes).IsNotFound());
   EXPECT_TRUE(Family(*store, ColumnFamily::kReady).empty());
   EXPECT_EQ(Family(*store, ColumnFamily::kCorrupt).size(), 1u);
+  // The record's other index entries were unknown; they dangle until the
+  // next open repairs them.
+  size_t mismatches = 0;
+  ASSERT_TRUE(store->CheckIndexes(&mismatches).ok());
+  EXPECT_GT(mismatches, 0u);
+  if (GetParam() != Durability::kMemory) {
+    StoreOptions options = store->options();
+    store.reset();
+    ASSERT_TRUE(TaskStore::Open(options, &store).ok());
+    ASSERT_TRUE(store->CheckIndexes(&mismatches).ok());
+    EXPECT_EQ(mismatches, 0u);
+  }
+}
+
+TEST_P(TaskStoreTest, TransactionsSeeTheirOwnIndexEntries) {
+  auto store = OpenStore();
+  {
+    WriteTxn txn(store.get());
+    TaskRecord r = NewRecord(1, 0, txn.NextSequence());
+    r.dedup_key = "k";
+    r.group = "g";
+    txn.Insert(r);
+    ASSERT_TRUE(store->Commit(&txn).ok());
+  }
+  WriteTxn txn(store.get());
+  std::string value;
+  ASSERT_TRUE(
+      txn.GetIndex(ColumnFamily::kDedup, DedupIndexKey("k"), &value).ok());
+  EXPECT_EQ(value, TaskKey(1));
+  // A waiting task staged here shows up in scans of its dependency's edges,
+  // merged in order with what is stored.
+  TaskRecord waiter = NewRecord(2, 0, txn.NextSequence());
+  waiter.status = TaskStatus::kWaiting;
+  waiter.depends_on = {1};
+  waiter.group = "g";
+  txn.Insert(waiter);
+  std::vector<TaskId> waiters;
+  ASSERT_TRUE(txn.ScanIndex(ColumnFamily::kWaitingOn, WaitingIndexPrefix(1),
+                            [&](std::string_view key, std::string_view) {
+                              TaskId id = 0;
+                              EXPECT_TRUE(DecodeTrailingId(key, &id));
+                              waiters.push_back(id);
+                              return true;
+                            })
+                  .ok());
+  EXPECT_EQ(waiters, std::vector<TaskId>{2});
+  std::vector<TaskId> group;
+  ASSERT_TRUE(txn.ScanIndex(ColumnFamily::kByGroup, GroupIndexPrefix("g"),
+                            [&](std::string_view key, std::string_view) {
+                              TaskId id = 0;
+                              EXPECT_TRUE(DecodeTrailingId(key, &id));
+                              group.push_back(id);
+                              return true;
+                            })
+                  .ok());
+  EXPECT_EQ(group, (std::vector<TaskId>{1, 2}));
+  // Ending task 1 frees its dedup key within the transaction.
+  TaskRecord one;
+  ASSERT_TRUE(txn.Get(1, &one).ok());
+  one.status = TaskStatus::kCancelled;
+  txn.Update(one);
+  EXPECT_TRUE(txn.GetIndex(ColumnFamily::kDedup, DedupIndexKey("k"), &value)
+                  .IsNotFound());
+  ASSERT_TRUE(store->Commit(&txn).ok());
+  size_t mismatches = 1;
+  ASSERT_TRUE(store->CheckIndexes(&mismatches).ok());
+  EXPECT_EQ(mismatches, 0u);
+}
+
+TEST_P(TaskStoreTest, DeleteRemovesTheRecordAndEveryIndexEntry) {
+  auto store = OpenStore();
+  {
+    WriteTxn txn(store.get());
+    TaskRecord r = NewRecord(1, 0, txn.NextSequence());
+    r.group = "g";
+    r.status = TaskStatus::kSucceeded;
+    txn.Insert(r);
+    ASSERT_TRUE(store->Commit(&txn).ok());
+  }
+  {
+    WriteTxn txn(store.get());
+    TaskRecord r;
+    ASSERT_TRUE(txn.Get(1, &r).ok());
+    txn.Delete(1);
+    EXPECT_TRUE(txn.Get(1, &r).IsNotFound());
+    ASSERT_TRUE(store->Commit(&txn).ok());
+  }
+  std::string bytes;
+  EXPECT_TRUE(store->GetRaw(1, &bytes).IsNotFound());
+  for (auto family : {ColumnFamily::kByStatus, ColumnFamily::kByType,
+                      ColumnFamily::kByGroup}) {
+    EXPECT_TRUE(Family(*store, family).empty()) << ColumnFamilyName(family);
+  }
+  std::array<uint64_t, kTaskStatusCount> counts{};
+  ASSERT_TRUE(store->NewReadView()->CountByStatus(&counts).ok());
+  EXPECT_EQ(counts[static_cast<size_t>(TaskStatus::kSucceeded)], 0u);
+  TypeCounts by_type;
+  ASSERT_TRUE(store->NewReadView()->CountByType(&by_type).ok());
+  EXPECT_TRUE(by_type.empty());
+}
+
+TEST_P(TaskStoreTest, CountsByType) {
+  auto store = OpenStore();
+  WriteTxn txn(store.get());
+  for (TaskId id = 1; id <= 5; ++id) {
+    TaskRecord r = NewRecord(id, 0, txn.NextSequence());
+    r.type = id % 2 ? "odd" : "even";
+    txn.Insert(r);
+  }
+  ASSERT_TRUE(store->Commit(&txn).ok());
+  TypeCounts by_type;
+  ASSERT_TRUE(store->NewReadView()->CountByType(&by_type).ok());
+  EXPECT_EQ(by_type["odd"][0], 3u);
+  EXPECT_EQ(by_type["even"][0], 2u);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllModes, TaskStoreTest,

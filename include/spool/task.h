@@ -102,6 +102,17 @@ struct RetryPolicy {
   Duration DelayAfter(uint32_t attempts_made, double unit_random) const;
 };
 
+// What a task that waits for others does when one of them fails or is
+// cancelled. Values are stored on disk: never renumber them.
+enum class DependencyFailure : uint8_t {
+  // Cancel this task too (and, transitively, whatever waits for it).
+  kCancel = 0,
+  // Fail this task too, without running it.
+  kFail = 1,
+  // Run it anyway, once every dependency has finished.
+  kRun = 2,
+};
+
 // Per-call options for Enqueue, in the manner of RocksDB's WriteOptions.
 struct EnqueueOptions {
   // Higher runs first among tasks that are ready; ties run in enqueue order.
@@ -118,6 +129,31 @@ struct EnqueueOptions {
   // Earliest start as a delay from now; ignored when run_at is set.
   // Default: 0.
   Duration delay = Duration(0);
+
+  // A label for queries, CancelGroup, per-group concurrency limits and fair
+  // rotation between groups. Default: none.
+  std::string group;
+
+  // While a task with this key is active (not succeeded, failed or
+  // cancelled), enqueueing another with the same key stores nothing and
+  // resolves with the active task's id. The key is free again once that task
+  // ends. Default: none.
+  std::string dedup_key;
+
+  // Stored and shown to the handler (TaskContext::idempotency_key); it never
+  // deduplicates. Default: none.
+  std::string idempotency_key;
+
+  // Tasks that must finish first. Each must already exist, or come earlier in
+  // the same EnqueueBatch. Duplicates are dropped. Default: none.
+  std::vector<TaskId> depends_on;
+
+  // What happens when a dependency fails or is cancelled. Default: kCancel.
+  DependencyFailure on_dependency_failure = DependencyFailure::kCancel;
+
+  // Fails an attempt that runs longer than this, and cancels its token.
+  // Default: the handler's timeout (none unless set).
+  std::optional<Duration> timeout;
 };
 
 // One task to enqueue: a registered type name, an opaque payload and options.
@@ -145,6 +181,28 @@ struct TaskInfo {
   uint64_t sequence = 0;
   // The error of the most recent failed attempt; empty if none.
   std::string last_error;
+
+  // One failed attempt, as the history keeps it.
+  struct Failure {
+    uint32_t attempt = 0;
+    Timestamp at;
+    std::string error;
+  };
+  // The most recent failed attempts, oldest first (at most 16).
+  std::vector<Failure> failures;
+
+  std::string group;
+  std::string dedup_key;
+  std::string idempotency_key;
+  std::vector<TaskId> depends_on;
+  DependencyFailure on_dependency_failure = DependencyFailure::kCancel;
+  // The per-attempt timeout; zero for none.
+  Duration timeout = Duration(0);
+  // Cancel was asked while the task ran.
+  bool cancel_requested = false;
+  // Set while the task is handed off (see TaskContext::HandOff).
+  std::string handoff_reference;
+  uint32_t payload_version = 0;
 };
 
 // Task counts by status, from one consistent snapshot.
