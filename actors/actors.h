@@ -43,6 +43,11 @@ using scheduler_actor = caf::typed_actor<
     // Internal: sends the claims and outcomes gathered since the last one.
     caf::reacts_to<dispatch_atom>>;
 
+// Receives what each commit changed, for live queries.
+using change_listener_actor = caf::typed_actor<
+    // A batch committed with these changes.
+    caf::reacts_to<changed_atom, ChangeSet>>;
+
 // The only actor that writes. Detached: it waits for fsync.
 using writer_actor = caf::typed_actor<
     // Stores new tasks atomically.
@@ -57,6 +62,8 @@ using writer_actor = caf::typed_actor<
     caf::reacts_to<barrier_atom, Completion>,
     // Sends queue changes to this scheduler from now on.
     caf::reacts_to<attach_atom, scheduler_actor>,
+    // Sends what each commit changed to this listener from now on.
+    caf::reacts_to<attach_atom, change_listener_actor>,
     // Internal: commits the commands gathered since the last commit.
     caf::reacts_to<commit_atom>>;
 

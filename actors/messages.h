@@ -44,6 +44,7 @@ using dispatch_atom = caf::atom_constant<caf::atom("dispatch")>;
 using run_atom = caf::atom_constant<caf::atom("run")>;
 using read_atom = caf::atom_constant<caf::atom("read")>;
 using idle_atom = caf::atom_constant<caf::atom("idle")>;
+using changed_atom = caf::atom_constant<caf::atom("changed")>;
 
 // ---- Payloads ----
 
@@ -135,6 +136,17 @@ struct QueueChanges {
   Status write_status;
 };
 
+// What one committed batch changed, for live queries: every task whose
+// record changed, and the types, groups and statuses (before and after)
+// involved. A query whose filters miss all of them cannot have changed.
+struct ChangeSet {
+  std::vector<TaskId> ids;
+  std::vector<std::string> types;
+  std::vector<std::string> groups;
+  // Bit i set: some task entered or left TaskStatus i.
+  uint32_t statuses = 0;
+};
+
 // A query to run on a consistent snapshot. `run` answers the caller itself;
 // `fail` is called instead when the query cannot run (the runtime is closing
 // or the reader died).
@@ -157,5 +169,6 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::QueueChanges)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::RecoveryJob)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::Result<size_t>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::ReadJob)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::ChangeSet)
 
 #endif  // SPOOL_ACTORS_MESSAGES_H_

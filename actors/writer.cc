@@ -54,6 +54,7 @@ struct WriterState {
 
   WriterConfig config;
   scheduler_actor scheduler;
+  change_listener_actor change_listener;
   Batch batch;
   bool commit_scheduled = false;
   std::mt19937_64 rng{std::random_device{}()};
@@ -163,6 +164,26 @@ struct WriterState {
     return changes;
   }
 
+  ChangeSet ChangeSetOf(const Batch& committed) const {
+    ChangeSet changes;
+    std::unordered_set<std::string> types;
+    std::unordered_set<std::string> groups;
+    auto note = [&](const storage::TaskRecord& record) {
+      changes.statuses |= 1u << static_cast<unsigned>(record.status);
+      if (types.insert(record.type).second)
+        changes.types.push_back(record.type);
+      if (!record.group.empty() && groups.insert(record.group).second) {
+        changes.groups.push_back(record.group);
+      }
+    };
+    for (const auto& [id, entry] : committed.txn->entries()) {
+      changes.ids.push_back(id);
+      if (entry.before) note(*entry.before);
+      if (entry.after) note(*entry.after);
+    }
+    return changes;
+  }
+
   QueueChanges FailedChangesOf(Batch& failed, const Status& error) const {
     QueueChanges changes;
     changes.write_status = error;
@@ -204,6 +225,10 @@ void CommitBatch(Self self) {
     QueueChanges changes =
         status.ok() ? st.ChangesOf(batch) : st.FailedChangesOf(batch, status);
     self->send(st.scheduler, changes_atom::value, std::move(changes));
+  }
+  if (st.change_listener && status.ok() && batch.txn &&
+      !batch.txn->entries().empty()) {
+    self->send(st.change_listener, changed_atom::value, st.ChangeSetOf(batch));
   }
   for (auto& done : batch.done) done(status);
   for (auto& [command, recovered] : batch.recoveries) {
@@ -258,6 +283,9 @@ writer_actor::behavior_type WriterBehavior(Self self, WriterConfig config) {
       },
       [self](attach_atom, scheduler_actor scheduler) {
         self->state.scheduler = std::move(scheduler);
+      },
+      [self](attach_atom, change_listener_actor listener) {
+        self->state.change_listener = std::move(listener);
       },
       [self](commit_atom) {
         self->state.commit_scheduled = false;
