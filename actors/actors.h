@@ -12,6 +12,8 @@
 #define SPOOL_ACTORS_ACTORS_H_
 
 #include <cstdint>
+#include <string>
+#include <unordered_map>
 #include <vector>
 
 #include <caf/replies_to.hpp>
@@ -26,12 +28,19 @@ using worker_actor = caf::typed_actor<
     // Runs one attempt of a claimed task and reports its outcome.
     caf::reacts_to<run_atom, ClaimedTask>>;
 
+// Sent with start: everything known only once handlers are registered.
+struct DispatchConfig {
+  std::vector<worker_actor> workers;
+  std::unordered_map<std::string, TypePolicy> types;
+  std::vector<PeriodicPlan> periodic;
+};
+
 // Owns the ready order, the timers and the concurrency limit.
 using scheduler_actor = caf::typed_actor<
     // What a commit changed: new, claimed, settled or removed tasks.
     caf::reacts_to<changes_atom, QueueChanges>,
-    // Starts dispatching to these workers.
-    caf::reacts_to<start_atom, std::vector<worker_actor>>,
+    // Starts dispatching to these workers, under these limits.
+    caf::reacts_to<start_atom, DispatchConfig>,
     // Worker `index` finished an attempt.
     caf::reacts_to<outcome_atom, uint32_t, Outcome>,
     // A timer fired, or the clock jumped: move due tasks to ready.
@@ -40,6 +49,10 @@ using scheduler_actor = caf::typed_actor<
     caf::reacts_to<drain_atom, Completion>,
     // Stops dispatching; calls back once no handler runs.
     caf::reacts_to<stop_atom, Completion>,
+    // Pauses (true) or resumes one task type, or all when the type is "".
+    caf::reacts_to<pause_atom, std::string, bool>,
+    // Sets a group's concurrency limit (0: back to the default).
+    caf::reacts_to<limit_atom, std::string, uint32_t>,
     // Internal: sends the claims and outcomes gathered since the last one.
     caf::reacts_to<dispatch_atom>>;
 
@@ -58,6 +71,10 @@ using writer_actor = caf::typed_actor<
     caf::reacts_to<settle_atom, std::vector<Outcome>>,
     // Records the attempts a crash interrupted.
     caf::reacts_to<recover_atom, RecoverCommand>,
+    // Cancels, retries, deletes, purges, holds or releases tasks.
+    caf::reacts_to<control_atom, ControlCommand>,
+    // Stores meta values (e.g. rate-limit state) with the next commit.
+    caf::reacts_to<meta_atom, MetaUpdate>,
     // Calls back once every earlier command is committed.
     caf::reacts_to<barrier_atom, Completion>,
     // Sends queue changes to this scheduler from now on.
@@ -92,5 +109,7 @@ using recovery_actor = caf::typed_actor<
     caf::reacts_to<commit_atom, Result<size_t>>>;
 
 }  // namespace spool::actors
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::DispatchConfig)
 
 #endif  // SPOOL_ACTORS_ACTORS_H_

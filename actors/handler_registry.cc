@@ -3,9 +3,56 @@
 #include <exception>
 
 namespace spool::actors {
+namespace {
+
+// Calls a piece of user code that may throw; a throw becomes an error.
+template <class Fn>
+Status Guarded(const char* what, Fn&& fn) {
+  try {
+    return fn();
+  } catch (const std::exception& e) {
+    return Status::Aborted(std::string(what) + " threw: " + e.what());
+  } catch (...) {
+    return Status::Aborted(std::string(what) +
+                           " threw a non-standard exception");
+  }
+}
+
+// Decides whether a failed attempt may be retried, and after what delay.
+void ShapeFailure(const HandlerOptions& options,
+                  internal::AttemptControl* control, Outcome* outcome) {
+  if (outcome->status.IsCancelled() ||
+      (control != nullptr && control->cancelled() && !outcome->timed_out)) {
+    outcome->cancelled = true;
+    return;
+  }
+  if (options.retry_if) {
+    bool retry = false;
+    Status s = Guarded("the retry filter", [&] {
+      retry = options.retry_if(outcome->status);
+      return Status::OK();
+    });
+    if (!s.ok() || !retry) outcome->permanent = true;
+  }
+  if (control != nullptr) {
+    if (auto delay = control->retry_delay()) outcome->delay_us = delay->count();
+  }
+  if (!outcome->delay_us && options.retry_delay) {
+    std::optional<Duration> delay;
+    Status s = Guarded("the retry delay function", [&] {
+      delay = options.retry_delay(outcome->status);
+      return Status::OK();
+    });
+    // A delay function that throws falls back to the policy.
+    if (s.ok() && delay) outcome->delay_us = delay->count();
+  }
+}
+
+}  // namespace
 
 Outcome RunAttempt(const HandlerRegistry& registry,
-                   const storage::TaskRecord& record) {
+                   const storage::TaskRecord& record,
+                   internal::AttemptControl* control) {
   Outcome outcome;
   outcome.id = record.id;
   outcome.attempt = record.attempts;
@@ -16,14 +63,44 @@ Outcome RunAttempt(const HandlerRegistry& registry,
     outcome.permanent = true;
     return outcome;
   }
-  TaskContext context = TaskContextBuilder::For(record);
-  try {
-    outcome.status = it->second.handler(context);
-  } catch (const std::exception& e) {
-    outcome.status = Status::Aborted(std::string("handler threw: ") + e.what());
-  } catch (...) {
-    outcome.status = Status::Aborted("handler threw a non-standard exception");
+  const RegisteredHandler& entry = it->second;
+  const HandlerOptions& options = entry.options;
+
+  std::string migrated;
+  std::string_view payload = record.payload;
+  if (record.payload_version > options.version) {
+    outcome.status = Status::NotSupported(
+        "payload version " + std::to_string(record.payload_version) +
+        " is newer than the handler's version " +
+        std::to_string(options.version));
+    outcome.permanent = true;
+    return outcome;
   }
+  if (record.payload_version < options.version && options.migrate) {
+    Status s = Guarded("the payload migration", [&]() -> Status {
+      Result<std::string> result =
+          options.migrate(record.payload_version, record.payload);
+      if (!result.ok()) return result.status();
+      migrated = std::move(result).value();
+      return Status::OK();
+    });
+    if (!s.ok()) {
+      outcome.status = s.WithContext("migrating the payload from version " +
+                                     std::to_string(record.payload_version));
+      outcome.permanent = true;
+      return outcome;
+    }
+    payload = migrated;
+  }
+
+  TaskContext context = TaskContextBuilder::For(record, payload, control);
+  outcome.status =
+      Guarded("the handler", [&] { return entry.handler(context); });
+  if (outcome.status.ok()) {
+    if (control != nullptr) outcome.handoff_reference = control->handoff();
+    return outcome;
+  }
+  ShapeFailure(options, control, &outcome);
   return outcome;
 }
 

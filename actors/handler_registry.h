@@ -8,6 +8,7 @@
 
 #include <spool/handler.h>
 
+#include "actors/attempt_control.h"
 #include "actors/messages.h"
 #include "storage/record.h"
 
@@ -17,14 +18,21 @@ namespace spool {
 // header, because only workers create contexts.
 class TaskContextBuilder {
  public:
-  static TaskContext For(const storage::TaskRecord& record) {
+  // `payload` is the record's payload, or its migrated form; `control` may
+  // be null (nothing cancels the attempt then).
+  static TaskContext For(const storage::TaskRecord& record,
+                         std::string_view payload,
+                         internal::AttemptControl* control) {
     TaskContext context;
     context.id_ = record.id;
     context.type_ = record.type;
-    context.payload_ = record.payload;
+    context.payload_ = payload;
     context.attempt_ = record.attempts;
     context.max_attempts_ = record.max_attempts;
     context.priority_ = record.priority;
+    context.idempotency_key_ = record.idempotency_key;
+    context.group_ = record.group;
+    context.control_ = control;
     return context;
   }
 };
@@ -36,15 +44,14 @@ struct RegisteredHandler {
   HandlerOptions options;
 };
 
-// Task type -> handler. Built before start and immutable afterwards, so
-// workers share it without locks.
-using HandlerRegistry = std::unordered_map<std::string, RegisteredHandler>;
-
 // Runs one attempt of `record` with its registered handler and returns the
 // outcome. A handler that throws fails the attempt with the exception's
-// text; a type with no handler fails the task permanently.
+// text; a type with no handler, a payload newer than the handler, or a
+// failed migration fails the task without retry. The handler's retry filter
+// and delay (and TaskContext::SetRetryDelay) shape the outcome.
 Outcome RunAttempt(const HandlerRegistry& registry,
-                   const storage::TaskRecord& record);
+                   const storage::TaskRecord& record,
+                   internal::AttemptControl* control);
 
 }  // namespace actors
 }  // namespace spool

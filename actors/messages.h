@@ -12,14 +12,18 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
+#include <spool/handler.h>
 #include <spool/status.h>
 #include <spool/task.h>
 
 #include <caf/allowed_unsafe_message_type.hpp>
 #include <caf/atom.hpp>
 
+#include "actors/attempt_control.h"
+#include "runtime/schedule.h"
 #include "storage/record.h"
 #include "storage/task_store.h"
 
@@ -45,8 +49,19 @@ using run_atom = caf::atom_constant<caf::atom("run")>;
 using read_atom = caf::atom_constant<caf::atom("read")>;
 using idle_atom = caf::atom_constant<caf::atom("idle")>;
 using changed_atom = caf::atom_constant<caf::atom("changed")>;
+using control_atom = caf::atom_constant<caf::atom("control")>;
+using meta_atom = caf::atom_constant<caf::atom("meta")>;
+using pause_atom = caf::atom_constant<caf::atom("pause")>;
+using limit_atom = caf::atom_constant<caf::atom("limit")>;
+using periodic_atom = caf::atom_constant<caf::atom("periodic")>;
 
 // ---- Payloads ----
+
+// A task type's handler and options (defined in handler_registry.h).
+struct RegisteredHandler;
+// Task type -> handler. Built before start and immutable afterwards, so
+// workers share it without locks.
+using HandlerRegistry = std::unordered_map<std::string, RegisteredHandler>;
 
 // Called once when a command is finished: OK, or why it failed.
 using Completion = std::function<void(const Status&)>;
@@ -60,12 +75,71 @@ struct NewTask {
   RetryPolicy retry;
   // 0: may start at once.
   int64_t run_at_us = 0;
+  std::string group;
+  std::string dedup_key;
+  std::string idempotency_key;
+  // Without duplicates or the task itself (checked by the caller).
+  std::vector<TaskId> depends_on;
+  DependencyFailure on_dependency_failure = DependencyFailure::kCancel;
+  int64_t timeout_us = 0;
+  uint32_t payload_version = 0;
+  // For a periodic slot: stored only if the schedule's last stored slot is
+  // earlier, together with the new last slot.
+  std::string periodic_name;
+  int64_t periodic_slot_us = 0;
 };
 
-// Stores tasks, all or none, then calls `done`.
+// Stores tasks, all or none, then calls `done` with their ids (a
+// deduplicated task's slot holds the id of the task that holds its key).
 struct EnqueueCommand {
   std::vector<NewTask> tasks;
-  Completion done;
+  std::function<void(const Result<std::vector<TaskId>>&)> done;
+};
+
+// What a ControlCommand did.
+struct ControlResult {
+  // kCancel: the status afterwards.
+  TaskStatus status = TaskStatus::kPending;
+  // kCancelGroup, kPurge: how many tasks it affected.
+  uint64_t count = 0;
+  // kPurge: where the next step resumes, and whether one is needed.
+  bool more = false;
+  TaskStatus cursor_status = TaskStatus::kPending;
+  TaskId cursor_id = 0;
+};
+
+// A change to existing tasks, decided in the writer against their current
+// state.
+struct ControlCommand {
+  enum class Kind : uint8_t {
+    kCancel,
+    kCancelGroup,
+    kRetry,
+    kDelete,
+    kHold,
+    kRelease,
+    kCompleteHandOff,
+    kFailHandOff,
+    kPurge,
+  };
+  Kind kind = Kind::kCancel;
+  TaskId id = 0;
+  // The group (kCancelGroup) or hand-off reference.
+  std::string text;
+  // The error of kFailHandOff.
+  std::string error;
+  // kRetry: a new policy, and the registered handlers (a task whose type
+  // has none cannot be retried).
+  std::optional<RetryPolicy> retry;
+  std::shared_ptr<const HandlerRegistry> registry;
+  // kPurge: a bit per status to purge, the age cut-off, where to resume, and
+  // how many index entries one step examines.
+  uint32_t purge_statuses = 0;
+  int64_t purge_updated_before_us = 0;
+  TaskStatus purge_cursor_status = TaskStatus::kPending;
+  TaskId purge_cursor_id = 0;
+  size_t purge_step = 1000;
+  std::function<void(const Result<ControlResult>&)> done;
 };
 
 // A task's place in the queue: what the scheduler orders by.
@@ -83,6 +157,8 @@ struct QueueEntry {
 // A claim that committed: the task is `running` on disk and may start.
 struct ClaimedTask {
   std::shared_ptr<const storage::TaskRecord> record;
+  // Set by the scheduler when it dispatches the task.
+  std::shared_ptr<internal::AttemptControl> control;
 };
 
 // The end of one attempt, as a worker reports it.
@@ -94,6 +170,14 @@ struct Outcome {
   Status status;
   // The failure must not be retried (e.g. no handler for the type).
   bool permanent = false;
+  // The handler failed after a cancel, or returned Cancelled.
+  bool cancelled = false;
+  // The attempt ran past its timeout (the scheduler's verdict).
+  bool timed_out = false;
+  // The handler handed the task off with this reference.
+  std::optional<std::string> handoff_reference;
+  // The retry delay the handler asked for, overriding the policy.
+  std::optional<int64_t> delay_us;
 };
 
 // Records the interrupted attempts of tasks a crash left running.
@@ -103,11 +187,36 @@ struct RecoverCommand {
   std::function<void(const Result<size_t>&)> done;
 };
 
-// What recovery found: the interrupted attempts it recorded, and the queue
-// as storage holds it afterwards.
+// What the scheduler enforces for one task type.
+struct TypePolicy {
+  // 0: no limit beyond the number of workers.
+  uint32_t max_concurrent = 0;
+  RateLimit rate_limit;
+};
+
+// One periodic task: its schedule and the task each slot enqueues.
+struct PeriodicPlan {
+  std::string name;
+  Schedule schedule;
+  // The id is assigned per slot.
+  NewTask task;
+  bool catch_up = true;
+};
+
+// Meta values to store with the next commit (e.g. rate-limit state).
+struct MetaUpdate {
+  std::vector<std::pair<std::string, std::string>> values;
+};
+
+// What recovery found: the interrupted attempts it recorded, the queue as
+// storage holds it afterwards, and the scheduler's stored state.
 struct RecoveryResult {
   size_t interrupted = 0;
   std::vector<QueueEntry> queue;
+  // Rate-limit state by task type (see scheduler.cc), and the last stored
+  // slot of each periodic task, by name.
+  std::unordered_map<std::string, int64_t> rate_state;
+  std::unordered_map<std::string, int64_t> periodic_slots;
 };
 
 // Runs recovery once and calls `done` with its result.
@@ -124,11 +233,13 @@ struct QueueChanges {
   // Claims that committed; their tasks may start.
   std::vector<ClaimedTask> claimed;
   // Claims that were refused: the task was gone, not claimable, or corrupt.
-  std::vector<TaskId> refused;
+  std::vector<QueueEntry> refused;
   // Claims whose write failed; the tasks go back to the queue.
   std::vector<QueueEntry> claim_failed;
   // Outcomes that committed.
   size_t settled = 0;
+  // Running tasks asked to stop (Cancel): their tokens must be cancelled.
+  std::vector<TaskId> cancel_requested;
   // Outcomes whose write failed; the scheduler sends them again later,
   // without running the handler again.
   std::vector<Outcome> unsettled;
@@ -159,6 +270,8 @@ struct ReadJob {
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::Completion)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::EnqueueCommand)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::ControlCommand)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::MetaUpdate)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::QueueEntry)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<spool::actors::QueueEntry>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::ClaimedTask)

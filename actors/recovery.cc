@@ -67,12 +67,42 @@ recovery_actor::behavior_type RecoveryBehavior(Self self,
           Finish(self, queue.status().WithContext("recovery"));
           return;
         }
-        Finish(self, RecoveryResult{*recovered, std::move(queue).value()});
+        RecoveryResult result;
+        result.interrupted = *recovered;
+        result.queue = std::move(queue).value();
+        Status s = LoadSchedulerState(*self->state.store, &result);
+        if (!s.ok()) {
+          Finish(self, s.WithContext("recovery"));
+          return;
+        }
+        Finish(self, std::move(result));
       },
   };
 }
 
 }  // namespace
+
+Status LoadSchedulerState(const storage::TaskStore& store,
+                          RecoveryResult* result) {
+  auto load_times = [&](std::string_view prefix, bool length_prefixed,
+                        std::unordered_map<std::string, int64_t>* out) {
+    return store.Scan(
+        storage::ColumnFamily::kMeta, prefix, "",
+        [&](std::string_view key, std::string_view value) {
+          if (value.size() != 8) return true;
+          std::string_view name = key.substr(prefix.size());
+          if (length_prefixed && !storage::GetKeyString(&name, &name)) {
+            return true;
+          }
+          (*out)[std::string(name)] =
+              storage::DecodeTime(storage::GetBigEndian64(value.data()));
+          return true;
+        });
+  };
+  Status s = load_times("rate/", true, &result->rate_state);
+  if (s.ok()) s = load_times("periodic/", false, &result->periodic_slots);
+  return s;
+}
 
 Result<std::vector<QueueEntry>> LoadQueue(const storage::TaskStore& store) {
   std::vector<QueueEntry> queue;

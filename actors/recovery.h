@@ -23,6 +23,11 @@ recovery_actor SpawnRecovery(caf::actor_system& system,
 // Reads the queue (ready and timed tasks) from the index families.
 Result<std::vector<QueueEntry>> LoadQueue(const storage::TaskStore& store);
 
+// Reads the scheduler's stored state (rate limits, periodic slots) into
+// *result.
+Status LoadSchedulerState(const storage::TaskStore& store,
+                          RecoveryResult* result);
+
 }  // namespace spool::actors
 
 #endif  // SPOOL_ACTORS_RECOVERY_H_

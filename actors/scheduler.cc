@@ -1,32 +1,82 @@
 #include "actors/scheduler.h"
 
+#include <algorithm>
 #include <limits>
+#include <set>
+#include <tuple>
+#include <unordered_set>
 
 #include <caf/all.hpp>
 #include <spdlog/spdlog.h>
 
 #include "actors/ready_queue.h"
 #include "runtime/logging.h"
+#include "storage/keys.h"
 
 namespace spool::actors {
 namespace {
 
 constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
 
+// An attempt a worker runs.
+struct Running {
+  uint32_t worker = 0;
+  uint32_t attempt = 0;
+  std::string type;
+  std::string group;
+  std::shared_ptr<internal::AttemptControl> control;
+  // Settled as timed out while the handler still runs: the worker stays busy
+  // but the task no longer counts against its limits.
+  bool timed_out = false;
+};
+
+// Per type: what limits it, and how much of its limit is used.
+struct TypeLoad {
+  TypePolicy policy;
+  bool paused = false;
+  // Claims in flight plus running attempts.
+  uint32_t active = 0;
+  // Generic cell rate algorithm: the theoretical arrival time of the next
+  // attempt, in microseconds on the task clock. Stored, so that a restart
+  // does not reset the rate.
+  int64_t rate_tat_us = 0;
+  int64_t rate_blocked_until = 0;
+};
+
+struct GroupLoad {
+  uint32_t active = 0;
+  // 0: the default limit applies.
+  uint32_t limit = 0;
+};
+
+struct PeriodicState {
+  PeriodicPlan plan;
+  int64_t next_slot_us = kNever;
+};
+
 struct SchedulerState {
   static inline const char* name = "spool.scheduler";
 
   SchedulerConfig config;
   std::shared_ptr<spdlog::logger> log;
-
   ReadyQueue queue;
 
   std::vector<worker_actor> workers;
   std::vector<uint32_t> idle_workers;
+  std::unordered_map<TaskId, Running> running;
   size_t claims_in_flight = 0;
-  size_t running = 0;
   std::vector<Outcome> outcomes_to_send;
   size_t outcomes_in_flight = 0;
+
+  std::unordered_map<std::string, TypeLoad> types;
+  std::unordered_map<std::string, GroupLoad> groups;
+  std::unordered_set<std::string> paused_types;
+  bool paused = false;
+  // Types whose rate state changed since it was last sent for storage.
+  std::unordered_set<std::string> rate_dirty;
+  std::vector<PeriodicState> periodic;
+  // Attempt deadlines, on the task clock: (due, task, attempt).
+  std::set<std::tuple<int64_t, TaskId, uint32_t>> deadlines;
 
   bool started = false;
   bool stopping = false;
@@ -45,22 +95,97 @@ struct SchedulerState {
     return config.clock->Now().time_since_epoch().count();
   }
 
+  TypeLoad& TypeOf(const std::string& type) {
+    auto [it, added] = types.try_emplace(type);
+    if (added) {
+      it->second.paused = paused_types.count(type) != 0;
+      auto stored = config.recovered.rate_state.find(type);
+      if (stored != config.recovered.rate_state.end()) {
+        it->second.rate_tat_us = stored->second;
+      }
+    }
+    return it->second;
+  }
+
+  uint32_t GroupLimit(const GroupLoad& load) const {
+    return load.limit != 0 ? load.limit : config.group_concurrency;
+  }
+
+  void RefreshType(const std::string& type, int64_t now) {
+    TypeLoad& load = TypeOf(type);
+    bool at_limit = load.policy.max_concurrent != 0 &&
+                    load.active >= load.policy.max_concurrent;
+    bool rate_limited = load.rate_blocked_until > now;
+    queue.SetTypeBlocked(type, load.paused || at_limit || rate_limited);
+  }
+
+  void RefreshGroup(const std::string& group) {
+    if (group.empty()) return;  // ungrouped tasks have no group limit
+    GroupLoad& load = groups[group];
+    uint32_t limit = GroupLimit(load);
+    queue.SetGroupBlocked(group, limit != 0 && load.active >= limit);
+    if (load.active == 0 && load.limit == 0) groups.erase(group);
+  }
+
+  // Counts a claim (+1) or the end of one (-1) against the limits.
+  void Count(const std::string& type, const std::string& group, int delta,
+             int64_t now) {
+    TypeLoad& load = TypeOf(type);
+    load.active += delta;
+    RefreshType(type, now);
+    if (!group.empty()) {
+      groups[group].active += delta;
+      RefreshGroup(group);
+    }
+  }
+
+  // Takes one attempt from a rate-limited type's budget; blocks the type
+  // until the next attempt is allowed.
+  void SpendRate(const std::string& type, int64_t now) {
+    TypeLoad& load = TypeOf(type);
+    const RateLimit& rate = load.policy.rate_limit;
+    if (rate.count == 0) return;
+    int64_t period = std::max<int64_t>(rate.period.count(), 1);
+    int64_t interval = std::max<int64_t>(period / rate.count, 1);
+    int64_t burst = period - interval;
+    load.rate_tat_us = std::max(load.rate_tat_us, now) + interval;
+    load.rate_blocked_until = load.rate_tat_us - burst;
+    rate_dirty.insert(type);
+    RefreshType(type, now);
+  }
+
   bool Settling() const {
     return !outcomes_to_send.empty() || outcomes_in_flight != 0;
   }
 
   bool Quiet() const {
-    return claims_in_flight == 0 && running == 0 && !Settling();
+    return claims_in_flight == 0 && running.empty() && !Settling();
   }
 
   bool Drained() const { return queue.ready_empty() && Quiet(); }
+
+  // The earliest time something is due: a timed task, a rate-limited type,
+  // or a periodic slot.
+  int64_t NextWakeUp(int64_t now) const {
+    int64_t next = queue.NextDueTime().value_or(kNever);
+    for (const auto& [type, load] : types) {
+      if (load.rate_blocked_until > now) {
+        next = std::min(next, load.rate_blocked_until);
+      }
+    }
+    for (const PeriodicState& p : periodic)
+      next = std::min(next, p.next_slot_us);
+    if (!deadlines.empty())
+      next = std::min(next, std::get<0>(*deadlines.begin()));
+    return next;
+  }
 };
 
 using Self = scheduler_actor::stateful_pointer<SchedulerState>;
 
 void ArmTimer(Self self, int64_t due, int64_t now) {
   auto& st = self->state;
-  if (due >= st.timer_armed_for) return;
+  if (due == kNever || due >= st.timer_armed_for) return;
   st.timer_armed_for = due;
   auto delay = std::chrono::microseconds(std::max<int64_t>(due - now, 0));
   self->delayed_send(self, delay, tick_atom::value);
@@ -85,13 +210,82 @@ void CheckWaiters(Self self) {
   }
 }
 
-// Sends the outcomes gathered so far and as many claims as there are idle
-// workers, in one go, so that the writer commits them together.
+// Settles an attempt that ran past its deadline as timed out, cancelling its
+// token; the handler's thread stays busy until it returns.
+void OnTimeout(Self self, TaskId id, uint32_t attempt) {
+  auto& st = self->state;
+  auto it = st.running.find(id);
+  if (it == st.running.end() || it->second.attempt != attempt ||
+      it->second.timed_out) {
+    return;
+  }
+  Running& run = it->second;
+  run.timed_out = true;
+  run.control->Cancel();
+  st.Count(run.type, run.group, -1, st.NowMicros());
+  Outcome outcome;
+  outcome.id = id;
+  outcome.attempt = attempt;
+  outcome.status = Status::TimedOut("the attempt ran past its timeout");
+  outcome.timed_out = true;
+  st.outcomes_to_send.push_back(std::move(outcome));
+}
+
+// Enqueues the slots of periodic tasks that have come due.
+void EnqueueDueSlots(Self self, int64_t now) {
+  auto& st = self->state;
+  for (PeriodicState& p : st.periodic) {
+    if (p.next_slot_us > now) continue;
+    // Only the latest slot that has come: after a pause (or a slow tick),
+    // slots in between are not run several times over.
+    int64_t slot = p.next_slot_us;
+    for (;;) {
+      auto next = p.plan.schedule.NextAfter(Timestamp(Duration(slot)));
+      if (!next || next->time_since_epoch().count() > now) {
+        p.next_slot_us = next ? next->time_since_epoch().count() : kNever;
+        break;
+      }
+      slot = next->time_since_epoch().count();
+    }
+    EnqueueCommand command;
+    NewTask task = p.plan.task;
+    task.id = st.config.allocate_id();
+    task.periodic_name = p.plan.name;
+    task.periodic_slot_us = slot;
+    task.run_at_us = 0;
+    command.tasks.push_back(std::move(task));
+    std::string name = p.plan.name;
+    auto log = st.log;
+    command.done = [log, name, slot](const Result<std::vector<TaskId>>& r) {
+      if (!r.ok()) {
+        log->error(
+            "periodic task '{}': enqueueing the slot at {} us failed: {}", name,
+            slot, r.status().ToString());
+      }
+    };
+    self->send(st.config.writer, enqueue_atom::value, std::move(command));
+  }
+}
+
+// Sends the outcomes gathered so far and as many claims as idle workers and
+// limits allow, in one go, so that the writer commits them together.
 void Dispatch(Self self) {
   auto& st = self->state;
   st.dispatch_scheduled = false;
   int64_t now = st.NowMicros();
   st.queue.PromoteDue(now);
+  for (auto& [type, load] : st.types) {
+    if (load.rate_blocked_until != 0 && load.rate_blocked_until <= now) {
+      load.rate_blocked_until = 0;
+      st.RefreshType(type, now);
+    }
+  }
+  if (st.started) EnqueueDueSlots(self, now);
+  while (!st.deadlines.empty() && std::get<0>(*st.deadlines.begin()) <= now) {
+    auto [due, id, attempt] = *st.deadlines.begin();
+    st.deadlines.erase(st.deadlines.begin());
+    OnTimeout(self, id, attempt);
+  }
 
   auto steady_now = std::chrono::steady_clock::now();
   bool writes_blocked = steady_now < st.writes_blocked_until;
@@ -103,13 +297,26 @@ void Dispatch(Self self) {
     st.outcomes_to_send.clear();
   }
 
-  if (st.started && !st.stopping && !writes_blocked) {
+  if (st.started && !st.stopping && !st.paused && !writes_blocked) {
     size_t free_slots = st.idle_workers.size() - st.claims_in_flight;
     std::vector<QueueEntry> claims;
     while (claims.size() < free_slots) {
       std::optional<QueueEntry> next = st.queue.PopNext();
       if (!next) break;
-      claims.push_back(*next);
+      st.Count(next->type, next->group, +1, now);
+      st.SpendRate(next->type, now);
+      claims.push_back(std::move(*next));
+    }
+    if (!st.rate_dirty.empty()) {
+      MetaUpdate update;
+      for (const std::string& type : st.rate_dirty) {
+        std::string value;
+        storage::PutBigEndian64(
+            &value, storage::EncodeTime(st.TypeOf(type).rate_tat_us));
+        update.values.emplace_back(RateStateKey(type), std::move(value));
+      }
+      st.rate_dirty.clear();
+      self->send(st.config.writer, meta_atom::value, std::move(update));
     }
     if (!claims.empty()) {
       st.claims_in_flight += claims.size();
@@ -122,7 +329,7 @@ void Dispatch(Self self) {
     self->delayed_send(self, st.writes_blocked_until - steady_now,
                        tick_atom::value);
   }
-  if (auto due = st.queue.NextDueTime()) ArmTimer(self, *due, now);
+  ArmTimer(self, st.NextWakeUp(now), now);
   CheckWaiters(self);
 }
 
@@ -137,29 +344,48 @@ void RunClaimed(Self self, std::vector<ClaimedTask>& claimed) {
   auto& st = self->state;
   for (ClaimedTask& task : claimed) {
     --st.claims_in_flight;
+    const storage::TaskRecord& record = *task.record;
     if (st.idle_workers.empty()) {
       // Cannot happen: claims never exceed idle workers. Leave the task
       // running on disk; recovery reschedules it at the next open.
-      st.log->error("task {} was claimed with no idle worker", task.record->id);
+      st.log->error("task {} was claimed with no idle worker", record.id);
       continue;
     }
     uint32_t worker = st.idle_workers.back();
     st.idle_workers.pop_back();
-    ++st.running;
+    task.control = std::make_shared<internal::AttemptControl>(
+        record.id, st.config.progress);
+    st.running[record.id] = Running{worker,       record.attempts, record.type,
+                                    record.group, task.control,    false};
+    if (record.timeout_us > 0) {
+      st.deadlines.emplace(st.NowMicros() + record.timeout_us, record.id,
+                           record.attempts);
+    }
     self->send(st.workers[worker], run_atom::value, std::move(task));
   }
 }
 
 void ApplyChanges(Self self, QueueChanges& changes) {
   auto& st = self->state;
+  int64_t now = st.NowMicros();
   for (const QueueEntry& entry : changes.queued) st.queue.Add(entry);
   for (TaskId id : changes.dequeued) st.queue.Remove(id);
   RunClaimed(self, changes.claimed);
+  for (TaskId id : changes.cancel_requested) {
+    auto it = st.running.find(id);
+    if (it != st.running.end()) it->second.control->Cancel();
+  }
   st.claims_in_flight -= changes.refused.size();
+  for (const QueueEntry& entry : changes.refused) {
+    st.Count(entry.type, entry.group, -1, now);
+  }
   st.outcomes_in_flight -= changes.settled;
   if (!changes.write_status.ok()) {
     st.claims_in_flight -= changes.claim_failed.size();
-    for (const QueueEntry& entry : changes.claim_failed) st.queue.Add(entry);
+    for (const QueueEntry& entry : changes.claim_failed) {
+      st.Count(entry.type, entry.group, -1, now);
+      st.queue.Add(entry);
+    }
     st.outcomes_in_flight -= changes.unsettled.size();
     for (Outcome& outcome : changes.unsettled) {
       st.outcomes_to_send.push_back(std::move(outcome));
@@ -170,33 +396,75 @@ void ApplyChanges(Self self, QueueChanges& changes) {
   ScheduleDispatch(self);
 }
 
+void Start(Self self, DispatchConfig& config) {
+  auto& st = self->state;
+  int64_t now = st.NowMicros();
+  st.workers = std::move(config.workers);
+  for (uint32_t i = 0; i < st.workers.size(); ++i) st.idle_workers.push_back(i);
+  for (auto& [type, policy] : config.types) {
+    st.TypeOf(type).policy = policy;
+    st.RefreshType(type, now);
+  }
+  for (PeriodicPlan& plan : config.periodic) {
+    auto stored = st.config.recovered.periodic_slots.find(plan.name);
+    int64_t last = stored == st.config.recovered.periodic_slots.end()
+                       ? std::numeric_limits<int64_t>::min()
+                       : stored->second;
+    int64_t from = std::max(last, now);
+    if (plan.catch_up && last != std::numeric_limits<int64_t>::min()) {
+      // The latest slot missed while the runtime was down, if any: it is due
+      // at once (EnqueueDueSlots skips to the latest).
+      auto missed = plan.schedule.NextAfter(Timestamp(Duration(last)));
+      if (missed && missed->time_since_epoch().count() <= now) {
+        from = missed->time_since_epoch().count() - 1;
+      }
+    }
+    auto next = plan.schedule.NextAfter(Timestamp(Duration(from)));
+    int64_t next_slot = next ? next->time_since_epoch().count() : kNever;
+    st.periodic.push_back(PeriodicState{std::move(plan), next_slot});
+  }
+  st.started = true;
+  ScheduleDispatch(self);
+}
+
+void OnOutcome(Self self, uint32_t worker, Outcome& outcome) {
+  auto& st = self->state;
+  st.idle_workers.push_back(worker);
+  auto it = st.running.find(outcome.id);
+  if (it == st.running.end() || it->second.worker != worker ||
+      it->second.attempt != outcome.attempt) {
+    // The attempt timed out and was settled, and its task may even run
+    // again elsewhere; this worker is free now, and that is all.
+    ScheduleDispatch(self);
+    return;
+  }
+  Running done = std::move(it->second);
+  st.running.erase(it);
+  done.control->ClearProgress();
+  if (!done.timed_out) {
+    st.Count(done.type, done.group, -1, st.NowMicros());
+    st.outcomes_to_send.push_back(std::move(outcome));
+  }
+  ScheduleDispatch(self);
+}
+
 scheduler_actor::behavior_type SchedulerBehavior(Self self,
                                                  SchedulerConfig config) {
   auto& st = self->state;
   st.config = std::move(config);
   st.log = Logger();
-  for (const QueueEntry& entry : st.config.initial) st.queue.Add(entry);
-  st.config.initial.clear();
-  st.config.initial.shrink_to_fit();
+  for (const QueueEntry& entry : st.config.recovered.queue) {
+    st.queue.Add(entry);
+  }
+  st.config.recovered.queue.clear();
+  st.config.recovered.queue.shrink_to_fit();
   return {
       [self](changes_atom, QueueChanges& changes) {
         ApplyChanges(self, changes);
       },
-      [self](start_atom, std::vector<worker_actor>& workers) {
-        auto& s = self->state;
-        s.workers = std::move(workers);
-        for (uint32_t i = 0; i < s.workers.size(); ++i) {
-          s.idle_workers.push_back(i);
-        }
-        s.started = true;
-        ScheduleDispatch(self);
-      },
+      [self](start_atom, DispatchConfig& dispatch) { Start(self, dispatch); },
       [self](outcome_atom, uint32_t worker, Outcome& outcome) {
-        auto& s = self->state;
-        --s.running;
-        s.idle_workers.push_back(worker);
-        s.outcomes_to_send.push_back(std::move(outcome));
-        ScheduleDispatch(self);
+        OnOutcome(self, worker, outcome);
       },
       [self](tick_atom) {
         auto& s = self->state;
@@ -215,11 +483,38 @@ scheduler_actor::behavior_type SchedulerBehavior(Self self,
         self->state.stops.push_back(std::move(done));
         ScheduleDispatch(self);
       },
+      [self](pause_atom, const std::string& type, bool paused) {
+        auto& s = self->state;
+        if (type.empty()) {
+          s.paused = paused;
+        } else {
+          if (paused) {
+            s.paused_types.insert(type);
+          } else {
+            s.paused_types.erase(type);
+          }
+          s.TypeOf(type).paused = paused;
+          s.RefreshType(type, s.NowMicros());
+        }
+        ScheduleDispatch(self);
+      },
+      [self](limit_atom, const std::string& group, uint32_t limit) {
+        auto& s = self->state;
+        s.groups[group].limit = limit;
+        s.RefreshGroup(group);
+        ScheduleDispatch(self);
+      },
       [self](dispatch_atom) { Dispatch(self); },
   };
 }
 
 }  // namespace
+
+std::string RateStateKey(std::string_view type) {
+  std::string key = "rate/";
+  storage::PutKeyString(&key, type);
+  return key;
+}
 
 scheduler_actor SpawnScheduler(caf::actor_system& system,
                                SchedulerConfig config) {

@@ -1,24 +1,32 @@
 // The scheduler: owns the queue's order in memory and dispatches to workers.
 //
-// It keeps every queued task as a QueueEntry: ready ones ordered by priority
-// (higher first) then enqueue sequence, and timed ones (delays, retries) by
-// due time. Storage is read once, at open; afterwards the writer reports
-// every change, so dispatch never touches RocksDB and never walks deleted
-// index keys. Claims go to the writer, as many as there are idle workers,
-// and claimed tasks go to workers; outcomes come back and go to the writer in
-// batches, together with the next claims, so that one commit settles one
-// task and claims the next.
+// It keeps every queued task in a ReadyQueue (priority, fair rotation between
+// groups, enqueue sequence; timed tasks by due time). Storage is read once,
+// at open; afterwards the writer reports every change, so dispatch never
+// touches RocksDB and never walks deleted index keys.
+//
+// Claims go to the writer, no more than there are idle workers and no more
+// than the per-type, per-group and rate limits allow; claimed tasks go to
+// workers; outcomes come back and go to the writer in batches, together with
+// the next claims, so that one commit settles one task and claims the next.
+// It also owns the attempt timers (timeouts), the cancellation tokens of
+// running attempts, and the periodic tasks' slots.
 
 #ifndef SPOOL_ACTORS_SCHEDULER_H_
 #define SPOOL_ACTORS_SCHEDULER_H_
 
 #include <chrono>
+#include <functional>
 #include <memory>
+#include <string>
+#include <unordered_map>
 #include <vector>
 
 #include <spool/clock.h>
+#include <spool/handler.h>
 
 #include "actors/actors.h"
+#include "actors/attempt_control.h"
 
 namespace caf {
 class actor_system;
@@ -29,8 +37,13 @@ namespace spool::actors {
 struct SchedulerConfig {
   writer_actor writer;
   std::shared_ptr<Clock> clock;
-  // The queue as storage held it at open.
-  std::vector<QueueEntry> initial;
+  // The queue and stored state as recovery found them.
+  RecoveryResult recovered;
+  // The default per-group limit; 0 for none.
+  uint32_t group_concurrency = 0;
+  std::shared_ptr<ProgressBoard> progress;
+  // Assigns ids to periodic slots' tasks.
+  std::function<TaskId()> allocate_id;
   // How long to wait before claiming again after a failed write.
   std::chrono::milliseconds storage_retry_delay{100};
 };
@@ -39,6 +52,9 @@ struct SchedulerConfig {
 // blocks.
 scheduler_actor SpawnScheduler(caf::actor_system& system,
                                SchedulerConfig config);
+
+// The meta key of a type's rate-limit state.
+std::string RateStateKey(std::string_view type);
 
 }  // namespace spool::actors
 

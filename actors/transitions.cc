@@ -1,11 +1,17 @@
 #include "actors/transitions.h"
 
+#include <algorithm>
+
 namespace spool::actors {
 namespace {
 
+// The longest delay any retry gets: 365 days.
+constexpr int64_t kMaxRetryDelayUs = int64_t{365} * 24 * 3600 * 1000000;
+
 // Fails the attempt: another one if the policy allows it, else failed.
 void FailAttempt(storage::TaskRecord* record, std::string_view error,
-                 bool permanent, int64_t now_us, double unit_random) {
+                 bool permanent, int64_t now_us, double unit_random,
+                 std::optional<int64_t> delay_override_us = std::nullopt) {
   storage::RecordFailure(record, record->attempts, now_us, error);
   record->updated_us = now_us;
   bool retry = !permanent && record->retry.kind != RetryPolicy::Kind::kNone &&
@@ -15,7 +21,11 @@ void FailAttempt(storage::TaskRecord* record, std::string_view error,
     record->next_attempt_us = 0;
     return;
   }
-  Duration delay = record->retry.DelayAfter(record->attempts, unit_random);
+  Duration delay =
+      delay_override_us
+          ? Duration(
+                std::clamp<int64_t>(*delay_override_us, 0, kMaxRetryDelayUs))
+          : record->retry.DelayAfter(record->attempts, unit_random);
   record->status = TaskStatus::kRetryScheduled;
   // With no delay the task is ready at once, in its original place: a retry
   // keeps its priority and enqueue sequence.
@@ -24,8 +34,109 @@ void FailAttempt(storage::TaskRecord* record, std::string_view error,
 
 }  // namespace
 
+DependencyVerdict JudgeDependencies(const std::vector<DependencyState>& deps,
+                                    DependencyFailure policy) {
+  bool all_finished = true;
+  bool all_succeeded = true;
+  std::string culprit;
+  for (const DependencyState& dep : deps) {
+    if (!dep.status) {
+      if (culprit.empty()) {
+        culprit = "dependency " + std::to_string(dep.id) + " does not exist";
+      }
+      all_succeeded = false;
+      continue;
+    }
+    TaskStatus status = *dep.status;
+    if (status == TaskStatus::kSucceeded) continue;
+    all_succeeded = false;
+    if (status == TaskStatus::kFailed || status == TaskStatus::kCancelled) {
+      if (culprit.empty()) {
+        culprit = "dependency " + std::to_string(dep.id) + " " +
+                  (status == TaskStatus::kFailed ? "failed" : "was cancelled");
+      }
+    } else {
+      all_finished = false;
+    }
+  }
+  if (all_succeeded) return {DependencyVerdict::Kind::kReady, ""};
+  if (culprit.empty()) return {DependencyVerdict::Kind::kWait, ""};
+  switch (policy) {
+    case DependencyFailure::kCancel:
+      return {DependencyVerdict::Kind::kCancel, culprit};
+    case DependencyFailure::kFail:
+      return {DependencyVerdict::Kind::kFail, culprit};
+    case DependencyFailure::kRun:
+      break;
+  }
+  return {all_finished ? DependencyVerdict::Kind::kReady
+                       : DependencyVerdict::Kind::kWait,
+          ""};
+}
+
+void ApplyVerdict(storage::TaskRecord* record, const DependencyVerdict& verdict,
+                  int64_t now_us) {
+  record->updated_us = now_us;
+  switch (verdict.kind) {
+    case DependencyVerdict::Kind::kReady:
+      record->status = TaskStatus::kPending;
+      // A run_at still in the future keeps the task timed.
+      if (record->next_attempt_us != 0 && record->next_attempt_us <= now_us) {
+        record->next_attempt_us = 0;
+      }
+      return;
+    case DependencyVerdict::Kind::kWait:
+      record->status = TaskStatus::kWaiting;
+      return;
+    case DependencyVerdict::Kind::kCancel:
+      record->status = TaskStatus::kCancelled;
+      record->last_error = verdict.reason;
+      record->next_attempt_us = 0;
+      return;
+    case DependencyVerdict::Kind::kFail:
+      record->status = TaskStatus::kFailed;
+      record->last_error = verdict.reason;
+      record->next_attempt_us = 0;
+      return;
+  }
+}
+
+bool IsActive(const storage::TaskRecord& record) {
+  return !IsTerminal(record.status);
+}
+
+void CancelNow(storage::TaskRecord* record, std::string_view reason,
+               int64_t now_us) {
+  record->status = TaskStatus::kCancelled;
+  record->next_attempt_us = 0;
+  record->handoff_reference.clear();
+  if (!reason.empty()) record->last_error = std::string(reason);
+  record->updated_us = now_us;
+}
+
+void PrepareManualRetry(storage::TaskRecord* record,
+                        const std::optional<RetryPolicy>& policy,
+                        int64_t now_us) {
+  if (policy) {
+    record->retry = *policy;
+    record->max_attempts =
+        policy->kind == RetryPolicy::Kind::kNone ? 1 : policy->max_attempts;
+  }
+  record->attempts = 0;
+  record->cancel_requested = false;
+  record->handoff_reference.clear();
+  record->next_attempt_us = 0;
+  record->updated_us = now_us;
+}
+
+void HoldTask(storage::TaskRecord* record, int64_t now_us) {
+  record->status = TaskStatus::kHeld;
+  record->updated_us = now_us;
+}
+
 storage::TaskRecord NewRecord(const NewTask& task, uint64_t sequence,
-                              int64_t now_us) {
+                              int64_t now_us,
+                              const DependencyVerdict& verdict) {
   storage::TaskRecord record;
   record.id = task.id;
   record.type = task.type;
@@ -40,6 +151,16 @@ storage::TaskRecord NewRecord(const NewTask& task, uint64_t sequence,
   record.next_attempt_us = task.run_at_us > now_us ? task.run_at_us : 0;
   record.sequence = sequence;
   record.retry = task.retry;
+  record.group = task.group;
+  record.dedup_key = task.dedup_key;
+  record.idempotency_key = task.idempotency_key;
+  record.depends_on = task.depends_on;
+  record.on_dependency_failure = task.on_dependency_failure;
+  record.timeout_us = task.timeout_us;
+  record.payload_version = task.payload_version;
+  record.periodic_name = task.periodic_name;
+  record.periodic_slot_us = task.periodic_slot_us;
+  if (!record.depends_on.empty()) ApplyVerdict(&record, verdict, now_us);
   return record;
 }
 
@@ -68,6 +189,13 @@ bool OutcomeMatches(const storage::TaskRecord& record, const Outcome& outcome) {
 
 void Settle(storage::TaskRecord* record, const Outcome& outcome, int64_t now_us,
             double unit_random) {
+  if (outcome.status.ok() && outcome.handoff_reference) {
+    // Still running, but elsewhere: the worker's slot is free.
+    record->handoff_reference = *outcome.handoff_reference;
+    record->updated_us = now_us;
+    return;
+  }
+  record->handoff_reference.clear();
   if (outcome.status.ok()) {
     record->status = TaskStatus::kSucceeded;
     record->last_error.clear();
@@ -75,12 +203,24 @@ void Settle(storage::TaskRecord* record, const Outcome& outcome, int64_t now_us,
     record->next_attempt_us = 0;
     return;
   }
+  if (outcome.cancelled || record->cancel_requested) {
+    CancelNow(record, outcome.status.message(), now_us);
+    storage::RecordFailure(record, record->attempts, now_us,
+                           outcome.status.message());
+    return;
+  }
   FailAttempt(record, outcome.status.message(), outcome.permanent, now_us,
-              unit_random);
+              unit_random, outcome.delay_us);
 }
 
 void Interrupt(storage::TaskRecord* record, int64_t now_us,
                double unit_random) {
+  if (record->cancel_requested) {
+    if (record->attempts == 0) record->attempts = 1;
+    storage::RecordFailure(record, record->attempts, now_us, kInterruptedError);
+    CancelNow(record, kInterruptedError, now_us);
+    return;
+  }
   // A task claimed by a spool that crashed before counting attempts at claim
   // time cannot exist, but a zero would let a crash loop run forever.
   if (record->attempts == 0) record->attempts = 1;

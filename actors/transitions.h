@@ -20,9 +20,53 @@ namespace spool::actors {
 inline constexpr std::string_view kInterruptedError =
     "interrupted: the process stopped while the task was running";
 
-// A new record for `task`: pending, at once or at its run_at time.
+// A dependency as the writer found it: its status, or nothing when it does
+// not exist.
+struct DependencyState {
+  TaskId id = 0;
+  std::optional<TaskStatus> status;
+};
+
+// What a task's dependencies allow.
+struct DependencyVerdict {
+  enum class Kind { kReady, kWait, kCancel, kFail };
+  Kind kind = Kind::kReady;
+  // For kCancel and kFail: which dependency, and what happened to it.
+  std::string reason;
+};
+
+// Applies `policy` to the dependencies' states. A missing dependency counts
+// as one that failed.
+DependencyVerdict JudgeDependencies(const std::vector<DependencyState>& deps,
+                                    DependencyFailure policy);
+
+// A new record for `task` with its dependencies judged: pending (at once or
+// at its run_at time), waiting, or cancelled/failed because of a dependency.
 storage::TaskRecord NewRecord(const NewTask& task, uint64_t sequence,
-                              int64_t now_us);
+                              int64_t now_us,
+                              const DependencyVerdict& verdict = {});
+
+// Moves a waiting (or just released, or manually retried) task to where its
+// dependencies' verdict puts it.
+void ApplyVerdict(storage::TaskRecord* record, const DependencyVerdict& verdict,
+                  int64_t now_us);
+
+// Active: not succeeded, failed or cancelled.
+bool IsActive(const storage::TaskRecord& record);
+
+// Cancels a task that is not running. REQUIRES: IsActive(*record).
+void CancelNow(storage::TaskRecord* record, std::string_view reason,
+               int64_t now_us);
+
+// Prepares a failed or cancelled task to run again: a fresh attempt budget,
+// optionally a new policy; its place in the order is kept.
+void PrepareManualRetry(storage::TaskRecord* record,
+                        const std::optional<RetryPolicy>& policy,
+                        int64_t now_us);
+
+// Parks a task (Hold), or returns it (Release: the verdict of its
+// dependencies decides where).
+void HoldTask(storage::TaskRecord* record, int64_t now_us);
 
 // Pending or retry-scheduled: the scheduler may claim it.
 bool IsQueued(const storage::TaskRecord& record);
@@ -42,7 +86,8 @@ void Settle(storage::TaskRecord* record, const Outcome& outcome, int64_t now_us,
             double unit_random);
 
 // Records an attempt that a crash interrupted, then reschedules the task or
-// fails it when it is out of attempts. REQUIRES: status running.
+// fails it when it is out of attempts; a task asked to stop is cancelled
+// instead. REQUIRES: status running, not handed off.
 void Interrupt(storage::TaskRecord* record, int64_t now_us, double unit_random);
 
 // True when `outcome` belongs to the attempt the record is running.

@@ -5,6 +5,16 @@
 namespace spool::actors {
 namespace {
 
+Outcome MakeOutcome(TaskId id, uint32_t attempt, Status status,
+                    bool permanent) {
+  Outcome outcome;
+  outcome.id = id;
+  outcome.attempt = attempt;
+  outcome.status = std::move(status);
+  outcome.permanent = permanent;
+  return outcome;
+}
+
 NewTask SampleTask(RetryPolicy retry) {
   NewTask task;
   task.id = 9;
@@ -41,7 +51,7 @@ TEST(TransitionsTest, ClaimCountsTheAttempt) {
 TEST(TransitionsTest, FailuresRetryWithExponentialBackoffThenFail) {
   auto policy = RetryPolicy::Exponential(3, Duration(100), Duration(1000));
   auto record = NewRecord(SampleTask(policy), 1, 0);
-  Outcome failed{9, 0, Status::Aborted("boom"), false};
+  Outcome failed = MakeOutcome(9, 0, Status::Aborted("boom"), false);
 
   Claim(&record, 0);
   failed.attempt = 1;
@@ -68,24 +78,25 @@ TEST(TransitionsTest, FailuresRetryWithExponentialBackoffThenFail) {
 TEST(TransitionsTest, PermanentFailuresAndNonePolicyNeverRetry) {
   auto record = NewRecord(SampleTask(RetryPolicy{}), 1, 0);
   Claim(&record, 0);
-  Settle(&record, Outcome{9, 1, Status::NotFound("no handler"), true}, 1, 0);
+  Settle(&record, MakeOutcome(9, 1, Status::NotFound("no handler"), true), 1,
+         0);
   EXPECT_EQ(record.status, TaskStatus::kFailed);
 
   auto once = NewRecord(SampleTask(RetryPolicy::None()), 1, 0);
   EXPECT_EQ(once.max_attempts, 1u);
   Claim(&once, 0);
-  Settle(&once, Outcome{9, 1, Status::Aborted("x"), false}, 1, 0);
+  Settle(&once, MakeOutcome(9, 1, Status::Aborted("x"), false), 1, 0);
   EXPECT_EQ(once.status, TaskStatus::kFailed);
 }
 
 TEST(TransitionsTest, SuccessClearsLastErrorButKeepsHistory) {
   auto record = NewRecord(SampleTask(RetryPolicy::Fixed(2, Duration(0))), 1, 0);
   Claim(&record, 0);
-  Settle(&record, Outcome{9, 1, Status::Aborted("x"), false}, 1, 0);
+  Settle(&record, MakeOutcome(9, 1, Status::Aborted("x"), false), 1, 0);
   EXPECT_EQ(record.status, TaskStatus::kRetryScheduled);
   EXPECT_EQ(record.next_attempt_us, 0) << "zero delay: ready at once";
   Claim(&record, 2);
-  Settle(&record, Outcome{9, 2, Status::OK(), false}, 3, 0);
+  Settle(&record, MakeOutcome(9, 2, Status::OK(), false), 3, 0);
   EXPECT_EQ(record.status, TaskStatus::kSucceeded);
   EXPECT_TRUE(record.last_error.empty());
   EXPECT_EQ(record.failures.size(), 1u);
@@ -94,9 +105,9 @@ TEST(TransitionsTest, SuccessClearsLastErrorButKeepsHistory) {
 TEST(TransitionsTest, StaleOutcomesDoNotMatch) {
   auto record = NewRecord(SampleTask(RetryPolicy{}), 1, 0);
   Claim(&record, 0);
-  EXPECT_FALSE(OutcomeMatches(record, Outcome{9, 2, Status::OK(), false}));
-  Settle(&record, Outcome{9, 1, Status::OK(), false}, 1, 0);
-  EXPECT_FALSE(OutcomeMatches(record, Outcome{9, 1, Status::OK(), false}));
+  EXPECT_FALSE(OutcomeMatches(record, MakeOutcome(9, 2, Status::OK(), false)));
+  Settle(&record, MakeOutcome(9, 1, Status::OK(), false), 1, 0);
+  EXPECT_FALSE(OutcomeMatches(record, MakeOutcome(9, 1, Status::OK(), false)));
 }
 
 TEST(TransitionsTest, InterruptedAttemptsCountAndEventuallyFail) {

@@ -26,7 +26,8 @@ worker_actor::behavior_type WorkerBehavior(
   return {
       [self](run_atom, const ClaimedTask& task) {
         auto& st = self->state;
-        Outcome outcome = RunAttempt(*st.registry, *task.record);
+        Outcome outcome =
+            RunAttempt(*st.registry, *task.record, task.control.get());
         self->send(st.scheduler, outcome_atom::value, st.index,
                    std::move(outcome));
       },

@@ -7,11 +7,16 @@
 #include <caf/all.hpp>
 #include <spdlog/spdlog.h>
 
+#include "actors/handler_registry.h"
 #include "actors/transitions.h"
 #include "runtime/logging.h"
 
 namespace spool::actors {
 namespace {
+
+using storage::ColumnFamily;
+using storage::IndexEntry;
+using storage::TaskRecord;
 
 bool SameEntry(const QueueEntry& a, const QueueEntry& b) {
   return a.id == b.id && a.priority == b.priority && a.sequence == b.sequence &&
@@ -19,34 +24,51 @@ bool SameEntry(const QueueEntry& a, const QueueEntry& b) {
 }
 
 // The index entries a queued task has, known without its record.
-std::vector<storage::IndexEntry> KnownIndexEntries(const QueueEntry& entry) {
-  std::vector<storage::IndexEntry> known;
+std::vector<IndexEntry> KnownIndexEntries(const QueueEntry& entry) {
+  std::vector<IndexEntry> known;
   if (entry.due_us == 0) {
-    known.push_back({storage::ColumnFamily::kReady,
+    known.push_back({ColumnFamily::kReady,
                      storage::EncodeReadyKey({entry.priority, entry.sequence}),
                      ""});
   } else {
     known.push_back(
-        {storage::ColumnFamily::kScheduled,
+        {ColumnFamily::kScheduled,
          storage::EncodeScheduledKey({entry.due_us, entry.sequence}), ""});
   }
-  known.push_back(
-      {storage::ColumnFamily::kRunning, storage::TaskKey(entry.id), ""});
+  known.push_back({ColumnFamily::kRunning, storage::TaskKey(entry.id), ""});
   return known;
+}
+
+std::vector<IndexEntry> RunningIndexEntry(TaskId id) {
+  return {{ColumnFamily::kRunning, storage::TaskKey(id), ""}};
+}
+
+std::string PeriodicMetaKey(std::string_view name) {
+  return "periodic/" + std::string(name);
+}
+
+Status NotActionable(TaskId id, std::string_view why) {
+  return Status::FailedPrecondition("task " + std::to_string(id) + " " +
+                                    std::string(why));
 }
 
 // Everything one group commit has gathered.
 struct Batch {
   std::unique_ptr<storage::WriteTxn> txn;
   size_t commands = 0;
-  // Enqueue and barrier callers, answered with the commit's status.
-  std::vector<Completion> done;
+  // Set when reading storage failed: nothing of this batch is committed and
+  // every command gets this error.
+  Status abort;
+  // Called with the commit's status, after it; each closure knows its own
+  // command's result.
+  std::vector<std::function<void(const Status&)>> done;
   // Claims as the scheduler asked for them, and the ones that were applied.
   std::vector<QueueEntry> claims;
   std::unordered_set<TaskId> claimed;
-  std::vector<TaskId> refused;
+  std::vector<QueueEntry> refused;
   std::vector<Outcome> outcomes;
-  std::vector<std::pair<RecoverCommand, size_t>> recoveries;
+  std::unordered_set<TaskId> timed_out;
+  std::vector<TaskId> cancel_requested;
 };
 
 struct WriterState {
@@ -67,43 +89,199 @@ struct WriterState {
     return std::uniform_real_distribution<double>(0.0, 1.0)(rng);
   }
   storage::WriteTxn& txn() {
-    if (!batch.txn)
+    if (!batch.txn) {
       batch.txn = std::make_unique<storage::WriteTxn>(config.store);
+    }
     return *batch.txn;
   }
 
-  // Reads a record for a change; moves it aside when it is unreadable.
-  // Returns false when there is nothing to change.
-  bool Load(TaskId id, std::vector<storage::IndexEntry> known,
-            storage::TaskRecord* record) {
+  // Reads a record for a change. OK, NotFound, or Corruption (the record is
+  // moved aside, with the index entries the caller knows of). Any other
+  // error aborts the batch.
+  Status Load(TaskId id, std::vector<IndexEntry> known, TaskRecord* record) {
     Status s = txn().Get(id, record);
-    if (s.ok()) return true;
+    if (s.ok() || s.IsNotFound()) return s;
     if (s.IsCorruption()) {
       log->error("{}; moving it to the corrupt family, the queue goes on",
                  s.ToString());
       txn().Quarantine(id, std::move(known));
-    } else if (!s.IsNotFound()) {
-      log->error("reading task {} for an update: {}", id, s.ToString());
+      return s;
     }
-    return false;
+    Abort(s.WithContext("reading task " + std::to_string(id)));
+    return s;
   }
 
-  void Enqueue(EnqueueCommand& command) {
-    int64_t now = NowMicros();
-    for (const NewTask& task : command.tasks) {
-      txn().Insert(NewRecord(task, txn().NextSequence(), now));
-    }
-    batch.done.push_back(std::move(command.done));
+  void Abort(const Status& error) {
+    if (batch.abort.ok()) batch.abort = error;
   }
+
+  // The states of `deps` as this batch sees them; nullopt for missing ones.
+  std::vector<DependencyState> StatesOf(const std::vector<TaskId>& deps) {
+    std::vector<DependencyState> states;
+    states.reserve(deps.size());
+    for (TaskId dep : deps) {
+      TaskRecord record;
+      Status s = Load(dep, {}, &record);
+      states.push_back({dep, s.ok() ? std::optional<TaskStatus>(record.status)
+                                    : std::nullopt});
+    }
+    return states;
+  }
+
+  // Stages `after` over `before`, then settles the tasks waiting for it if
+  // it just finished: the cascade lands in the same batch as its cause.
+  void Stage(const TaskRecord& before, TaskRecord after) {
+    bool finished = IsActive(before) && !IsActive(after);
+    TaskId id = after.id;
+    txn().Update(std::move(after));
+    if (finished) SettleWaiters(id);
+  }
+
+  // Re-judges, transitively, every task waiting for `finished`.
+  void SettleWaiters(TaskId finished) {
+    std::vector<TaskId> work = {finished};
+    int64_t now = NowMicros();
+    while (!work.empty() && batch.abort.ok()) {
+      TaskId dependency = work.back();
+      work.pop_back();
+      std::vector<TaskId> waiters;
+      Status s = txn().ScanIndex(
+          ColumnFamily::kWaitingOn, storage::WaitingIndexPrefix(dependency), "",
+          [&](std::string_view key, std::string_view) {
+            TaskId waiter = 0;
+            if (storage::DecodeTrailingId(key, &waiter)) {
+              waiters.push_back(waiter);
+            }
+            return true;
+          });
+      if (!s.ok()) {
+        Abort(s);
+        return;
+      }
+      for (TaskId waiter : waiters) {
+        TaskRecord record;
+        if (!Load(waiter, {}, &record).ok()) continue;
+        if (record.status != TaskStatus::kWaiting) continue;
+        DependencyVerdict verdict = JudgeDependencies(
+            StatesOf(record.depends_on), record.on_dependency_failure);
+        if (verdict.kind == DependencyVerdict::Kind::kWait) continue;
+        ApplyVerdict(&record, verdict, now);
+        bool finished_now = !IsActive(record);
+        txn().Update(std::move(record));
+        if (finished_now) work.push_back(waiter);
+      }
+    }
+  }
+
+  // ---- Enqueue ----
+
+  void Enqueue(EnqueueCommand& command) {
+    Result<std::vector<TaskId>> result = StageEnqueue(command.tasks);
+    batch.done.push_back(
+        [done = std::move(command.done), result](const Status& commit) {
+          if (!result.ok()) {
+            done(result.status());
+          } else if (!commit.ok()) {
+            done(commit);
+          } else {
+            done(result);
+          }
+        });
+  }
+
+  // Checks every task first (dedup, dependencies, periodic slots), so that a
+  // command that fails stages nothing; then stages them in order.
+  Result<std::vector<TaskId>> StageEnqueue(std::vector<NewTask>& tasks) {
+    std::vector<TaskId> ids(tasks.size());
+    std::vector<bool> skip(tasks.size(), false);
+    // Ids the caller assigned, mapped to the task that stands for them (the
+    // holder of a dedup key, for a deduplicated task).
+    std::unordered_map<TaskId, TaskId> actual;
+    std::unordered_map<std::string, TaskId> keys_in_command;
+    for (size_t i = 0; i < tasks.size(); ++i) {
+      NewTask& task = tasks[i];
+      ids[i] = task.id;
+      if (!task.dedup_key.empty()) {
+        TaskId holder = 0;
+        if (auto it = keys_in_command.find(task.dedup_key);
+            it != keys_in_command.end()) {
+          holder = it->second;
+        } else {
+          std::string value;
+          Status s =
+              txn().GetIndex(ColumnFamily::kDedup,
+                             storage::DedupIndexKey(task.dedup_key), &value);
+          if (s.ok() && !storage::DecodeTaskKey(value, &holder)) {
+            return Status::Corruption("dedup index holds a malformed id");
+          }
+          if (!s.ok() && !s.IsNotFound()) return s;
+        }
+        if (holder != 0) {
+          ids[i] = holder;
+          actual[task.id] = holder;
+          skip[i] = true;
+          continue;
+        }
+        keys_in_command[task.dedup_key] = task.id;
+      }
+      for (TaskId& dep : task.depends_on) {
+        if (auto it = actual.find(dep); it != actual.end()) dep = it->second;
+        bool earlier_here = false;
+        for (size_t j = 0; j < i; ++j) earlier_here |= ids[j] == dep;
+        if (earlier_here) continue;
+        TaskRecord record;
+        Status s = txn().Get(dep, &record);
+        if (s.IsNotFound()) {
+          return Status::NotFound("dependency " + std::to_string(dep) +
+                                  " of task " + std::to_string(task.id) +
+                                  " does not exist");
+        }
+        if (!s.ok()) return s;
+      }
+      if (!task.periodic_name.empty()) {
+        std::string last;
+        Status s = txn().GetMeta(PeriodicMetaKey(task.periodic_name), &last);
+        if (s.ok() && last.size() == 8 &&
+            storage::DecodeTime(storage::GetBigEndian64(last.data())) >=
+                task.periodic_slot_us) {
+          // This slot, or a later one, is stored already.
+          skip[i] = true;
+          ids[i] = 0;
+        } else if (!s.ok() && !s.IsNotFound()) {
+          return s;
+        }
+      }
+    }
+    int64_t now = NowMicros();
+    for (size_t i = 0; i < tasks.size(); ++i) {
+      if (skip[i]) continue;
+      NewTask& task = tasks[i];
+      DependencyVerdict verdict;
+      if (!task.depends_on.empty()) {
+        verdict = JudgeDependencies(StatesOf(task.depends_on),
+                                    task.on_dependency_failure);
+      }
+      txn().Insert(NewRecord(task, txn().NextSequence(), now, verdict));
+      if (!task.periodic_name.empty()) {
+        std::string slot;
+        storage::PutBigEndian64(&slot,
+                                storage::EncodeTime(task.periodic_slot_us));
+        txn().PutMeta(PeriodicMetaKey(task.periodic_name), slot);
+      }
+    }
+    return ids;
+  }
+
+  // ---- Claims, outcomes, recovery ----
 
   void ClaimAll(const std::vector<QueueEntry>& entries) {
     int64_t now = NowMicros();
     for (const QueueEntry& entry : entries) {
       batch.claims.push_back(entry);
-      storage::TaskRecord record;
-      if (!Load(entry.id, KnownIndexEntries(entry), &record) ||
+      TaskRecord record;
+      if (!Load(entry.id, KnownIndexEntries(entry), &record).ok() ||
           !IsQueued(record)) {
-        batch.refused.push_back(entry.id);
+        batch.refused.push_back(entry);
         continue;
       }
       Claim(&record, now);
@@ -115,13 +293,13 @@ struct WriterState {
   void SettleAll(std::vector<Outcome>& outcomes) {
     int64_t now = NowMicros();
     for (Outcome& outcome : outcomes) {
-      storage::TaskRecord record;
-      std::vector<storage::IndexEntry> known = {
-          {storage::ColumnFamily::kRunning, storage::TaskKey(outcome.id), ""}};
-      if (Load(outcome.id, std::move(known), &record) &&
+      TaskRecord record;
+      if (Load(outcome.id, RunningIndexEntry(outcome.id), &record).ok() &&
           OutcomeMatches(record, outcome)) {
+        TaskRecord before = record;
         Settle(&record, outcome, now, UnitRandom());
-        txn().Update(std::move(record));
+        if (outcome.timed_out) batch.timed_out.insert(outcome.id);
+        Stage(before, std::move(record));
       }
       batch.outcomes.push_back(std::move(outcome));
     }
@@ -131,17 +309,274 @@ struct WriterState {
     int64_t now = NowMicros();
     size_t recovered = 0;
     for (TaskId id : command.running) {
-      storage::TaskRecord record;
-      std::vector<storage::IndexEntry> known = {
-          {storage::ColumnFamily::kRunning, storage::TaskKey(id), ""}};
-      if (!Load(id, std::move(known), &record)) continue;
-      if (record.status != TaskStatus::kRunning) continue;
+      TaskRecord record;
+      if (!Load(id, RunningIndexEntry(id), &record).ok()) continue;
+      // A handed-off task was not interrupted: it finishes elsewhere.
+      if (record.status != TaskStatus::kRunning ||
+          !record.handoff_reference.empty()) {
+        continue;
+      }
+      TaskRecord before = record;
       Interrupt(&record, now, UnitRandom());
-      txn().Update(std::move(record));
+      Stage(before, std::move(record));
       ++recovered;
     }
-    batch.recoveries.emplace_back(std::move(command), recovered);
+    batch.done.push_back(
+        [done = std::move(command.done), recovered](const Status& commit) {
+          if (commit.ok()) {
+            done(recovered);
+          } else {
+            done(commit);
+          }
+        });
   }
+
+  // ---- Control commands ----
+
+  void Control(ControlCommand& command) {
+    Result<ControlResult> result = ApplyControl(command);
+    batch.done.push_back(
+        [done = std::move(command.done), result](const Status& commit) {
+          if (!result.ok()) {
+            done(result.status());
+          } else if (!commit.ok()) {
+            done(commit);
+          } else {
+            done(result);
+          }
+        });
+  }
+
+  Result<ControlResult> ApplyControl(const ControlCommand& command) {
+    using Kind = ControlCommand::Kind;
+    switch (command.kind) {
+      case Kind::kCancelGroup:
+        return CancelGroup(command.text);
+      case Kind::kPurge:
+        return PurgeStep(command);
+      default:
+        break;
+    }
+    TaskRecord record;
+    Status s = Load(command.id, {}, &record);
+    if (!s.ok()) return s;
+    TaskRecord before = record;
+    int64_t now = NowMicros();
+    ControlResult result;
+    switch (command.kind) {
+      case Kind::kCancel:
+        result.status = CancelTask(&record);
+        return result;
+      case Kind::kRetry: {
+        if (command.registry && command.registry->count(record.type) == 0) {
+          return NotActionable(record.id,
+                               "cannot be retried: no handler is registered "
+                               "for its type '" +
+                                   record.type + "'");
+        }
+        if (record.status != TaskStatus::kFailed &&
+            record.status != TaskStatus::kCancelled) {
+          return NotActionable(
+              record.id, std::string("is ") + TaskStatusName(record.status) +
+                             "; only failed or cancelled tasks can be "
+                             "retried");
+        }
+        if (!record.dedup_key.empty()) {
+          std::string holder;
+          s = txn().GetIndex(ColumnFamily::kDedup,
+                             storage::DedupIndexKey(record.dedup_key), &holder);
+          if (s.ok()) {
+            return NotActionable(record.id,
+                                 "cannot be retried: another active task "
+                                 "holds its dedup key '" +
+                                     record.dedup_key + "'");
+          }
+          if (!s.IsNotFound()) return s;
+        }
+        DependencyVerdict verdict = JudgeDependencies(
+            StatesOf(record.depends_on), record.on_dependency_failure);
+        if (verdict.kind == DependencyVerdict::Kind::kCancel ||
+            verdict.kind == DependencyVerdict::Kind::kFail) {
+          return NotActionable(record.id,
+                               "cannot be retried: " + verdict.reason);
+        }
+        PrepareManualRetry(&record, command.retry, now);
+        ApplyVerdict(&record, verdict, now);
+        txn().Update(std::move(record));
+        return result;
+      }
+      case Kind::kDelete: {
+        if (IsActive(record)) {
+          return NotActionable(
+              record.id, std::string("is ") + TaskStatusName(record.status) +
+                             "; only finished tasks can be deleted");
+        }
+        Result<TaskId> waiter = FirstWaiter(record.id);
+        if (!waiter.ok()) return waiter.status();
+        if (*waiter != 0) {
+          return NotActionable(record.id, "is a dependency of waiting task " +
+                                              std::to_string(*waiter));
+        }
+        txn().Delete(record.id);
+        return result;
+      }
+      case Kind::kHold:
+        if (record.status == TaskStatus::kHeld) return result;
+        if (record.status != TaskStatus::kPending &&
+            record.status != TaskStatus::kRetryScheduled &&
+            record.status != TaskStatus::kWaiting) {
+          return NotActionable(record.id, std::string("is ") +
+                                              TaskStatusName(record.status) +
+                                              "; only queued or waiting "
+                                              "tasks can be held");
+        }
+        HoldTask(&record, now);
+        txn().Update(std::move(record));
+        return result;
+      case Kind::kRelease: {
+        if (record.status != TaskStatus::kHeld) {
+          return NotActionable(record.id, std::string("is ") +
+                                              TaskStatusName(record.status) +
+                                              ", not held");
+        }
+        DependencyVerdict verdict;
+        if (!record.depends_on.empty()) {
+          verdict = JudgeDependencies(StatesOf(record.depends_on),
+                                      record.on_dependency_failure);
+        }
+        ApplyVerdict(&record, verdict, now);
+        Stage(before, std::move(record));
+        return result;
+      }
+      case Kind::kCompleteHandOff:
+      case Kind::kFailHandOff: {
+        if (record.status != TaskStatus::kRunning ||
+            record.handoff_reference.empty() ||
+            record.handoff_reference != command.text) {
+          return NotActionable(record.id, "is not handed off with reference '" +
+                                              command.text + "'");
+        }
+        Outcome outcome;
+        outcome.id = record.id;
+        outcome.attempt = record.attempts;
+        if (command.kind == Kind::kFailHandOff) {
+          outcome.status = Status::Aborted(command.error);
+        }
+        Settle(&record, outcome, now, UnitRandom());
+        Stage(before, std::move(record));
+        return result;
+      }
+      default:
+        return Status::InvalidArgument("unknown control command");
+    }
+  }
+
+  // Cancels one task as Cancel describes; returns its status afterwards.
+  TaskStatus CancelTask(TaskRecord* record) {
+    if (!IsActive(*record)) return record->status;
+    TaskRecord before = *record;
+    int64_t now = NowMicros();
+    if (record->status == TaskStatus::kRunning &&
+        record->handoff_reference.empty()) {
+      if (!record->cancel_requested) {
+        record->cancel_requested = true;
+        record->updated_us = now;
+        txn().Update(*record);
+        batch.cancel_requested.push_back(record->id);
+      }
+      return TaskStatus::kRunning;
+    }
+    CancelNow(record, "cancelled", now);
+    Stage(before, *record);
+    return TaskStatus::kCancelled;
+  }
+
+  Result<ControlResult> CancelGroup(const std::string& group) {
+    std::vector<TaskId> members;
+    Status s = txn().ScanIndex(
+        ColumnFamily::kByGroup, storage::GroupIndexPrefix(group), "",
+        [&](std::string_view key, std::string_view value) {
+          TaskId id = 0;
+          if (value.size() == 1 &&
+              !IsTerminal(static_cast<TaskStatus>(value[0])) &&
+              storage::DecodeTrailingId(key, &id)) {
+            members.push_back(id);
+          }
+          return true;
+        });
+    if (!s.ok()) return s;
+    ControlResult result;
+    for (TaskId id : members) {
+      TaskRecord record;
+      // An earlier cancellation's cascade may have ended it already.
+      if (!Load(id, {}, &record).ok() || !IsActive(record)) continue;
+      CancelTask(&record);
+      ++result.count;
+    }
+    return result;
+  }
+
+  // The first task waiting for `id`, or 0.
+  Result<TaskId> FirstWaiter(TaskId id) {
+    TaskId waiter = 0;
+    Status s = txn().ScanIndex(ColumnFamily::kWaitingOn,
+                               storage::WaitingIndexPrefix(id), "",
+                               [&](std::string_view key, std::string_view) {
+                                 storage::DecodeTrailingId(key, &waiter);
+                                 return false;
+                               });
+    if (!s.ok()) return s;
+    return waiter;
+  }
+
+  // Examines up to purge_step index entries from the cursor and deletes the
+  // finished tasks among them that are old enough and needed by no waiting
+  // task.
+  Result<ControlResult> PurgeStep(const ControlCommand& command) {
+    ControlResult result;
+    size_t examined = 0;
+    auto status_index = static_cast<size_t>(command.purge_cursor_status);
+    TaskId resume_after = command.purge_cursor_id;
+    for (; status_index < kTaskStatusCount; ++status_index, resume_after = 0) {
+      if ((command.purge_statuses & (1u << status_index)) == 0) continue;
+      auto status = static_cast<TaskStatus>(status_index);
+      std::string prefix = storage::StatusIndexPrefix(status);
+      std::string start =
+          resume_after == 0 ? prefix
+                            : storage::StatusIndexKey(status, resume_after + 1);
+      std::vector<TaskId> candidates;
+      Status s = txn().ScanIndex(ColumnFamily::kByStatus, prefix, start,
+                                 [&](std::string_view key, std::string_view) {
+                                   TaskId id = 0;
+                                   if (storage::DecodeTrailingId(key, &id))
+                                     candidates.push_back(id);
+                                   return ++examined < command.purge_step;
+                                 });
+      if (!s.ok()) return s;
+      for (TaskId id : candidates) {
+        TaskRecord record;
+        if (!Load(id, {}, &record).ok() || record.status != status ||
+            record.updated_us > command.purge_updated_before_us) {
+          continue;
+        }
+        Result<TaskId> waiter = FirstWaiter(id);
+        if (!waiter.ok()) return waiter.status();
+        if (*waiter != 0) continue;
+        txn().Delete(id);
+        ++result.count;
+      }
+      if (examined >= command.purge_step) {
+        result.more = true;
+        result.cursor_status = status;
+        result.cursor_id =
+            candidates.empty() ? resume_after : candidates.back();
+        return result;
+      }
+    }
+    return result;
+  }
+
+  // ---- After a commit ----
 
   QueueChanges ChangesOf(const Batch& committed) const {
     QueueChanges changes;
@@ -150,17 +585,26 @@ struct WriterState {
       if (entry.after && IsQueued(*entry.after)) {
         QueueEntry now_entry = QueueEntryOf(*entry.after);
         if (!was_queued || !SameEntry(QueueEntryOf(*entry.before), now_entry)) {
-          changes.queued.push_back(now_entry);
+          changes.queued.push_back(std::move(now_entry));
         }
       } else if (committed.claimed.count(id) != 0 && entry.after) {
         changes.claimed.push_back(ClaimedTask{
-            std::make_shared<const storage::TaskRecord>(*entry.after)});
+            std::make_shared<const TaskRecord>(*entry.after), nullptr});
       } else if (was_queued) {
         changes.dequeued.push_back(id);
       }
     }
     changes.refused = committed.refused;
     changes.settled = committed.outcomes.size();
+    changes.cancel_requested = committed.cancel_requested;
+    return changes;
+  }
+
+  QueueChanges FailedChangesOf(Batch& failed, const Status& error) const {
+    QueueChanges changes;
+    changes.write_status = error;
+    changes.claim_failed = std::move(failed.claims);
+    changes.unsettled = std::move(failed.outcomes);
     return changes;
   }
 
@@ -168,7 +612,7 @@ struct WriterState {
     ChangeSet changes;
     std::unordered_set<std::string> types;
     std::unordered_set<std::string> groups;
-    auto note = [&](const storage::TaskRecord& record) {
+    auto note = [&](const TaskRecord& record) {
       changes.statuses |= 1u << static_cast<unsigned>(record.status);
       if (types.insert(record.type).second)
         changes.types.push_back(record.type);
@@ -184,12 +628,75 @@ struct WriterState {
     return changes;
   }
 
-  QueueChanges FailedChangesOf(Batch& failed, const Status& error) const {
-    QueueChanges changes;
-    changes.write_status = error;
-    changes.claim_failed = std::move(failed.claims);
-    changes.unsettled = std::move(failed.outcomes);
-    return changes;
+  // The lifecycle events of a committed batch, in the order its changes
+  // were staged (a cause before its cascade).
+  std::vector<TaskEvent> EventsOf(const Batch& committed) const {
+    std::vector<TaskEvent> events;
+    Timestamp at = std::chrono::time_point_cast<Duration>(config.clock->Now());
+    for (TaskId id : committed.txn->order()) {
+      const auto& entry = committed.txn->entries().at(id);
+      if (!entry.after) continue;
+      const TaskRecord& after = *entry.after;
+      std::optional<TaskStatus> before;
+      if (entry.before) before = entry.before->status;
+      if (before == after.status) continue;
+      TaskEvent event;
+      event.id = id;
+      event.type = after.type;
+      event.attempt = after.attempts;
+      event.max_attempts = after.max_attempts;
+      event.at = at;
+      if (after.next_attempt_us != 0) {
+        event.next_attempt_at = Timestamp(Duration(after.next_attempt_us));
+      }
+      switch (after.status) {
+        case TaskStatus::kPending:
+        case TaskStatus::kWaiting:
+          // New, retried by hand, or released; not a retry after a failure.
+          if (before && *before != TaskStatus::kFailed &&
+              *before != TaskStatus::kCancelled) {
+            continue;
+          }
+          event.kind = TaskEvent::Kind::kEnqueued;
+          break;
+        case TaskStatus::kRunning:
+          event.kind = TaskEvent::Kind::kStarted;
+          break;
+        case TaskStatus::kRetryScheduled:
+          event.kind = TaskEvent::Kind::kRetryScheduled;
+          event.error = after.last_error;
+          break;
+        case TaskStatus::kSucceeded:
+          event.kind = TaskEvent::Kind::kSucceeded;
+          break;
+        case TaskStatus::kFailed:
+          event.kind = TaskEvent::Kind::kFailed;
+          event.error = after.last_error;
+          break;
+        case TaskStatus::kCancelled:
+          event.kind = TaskEvent::Kind::kCancelled;
+          event.error = after.last_error;
+          event.was_running = before == TaskStatus::kRunning;
+          break;
+        case TaskStatus::kHeld:
+          continue;
+      }
+      if (!before && IsTerminal(after.status)) {
+        // Born finished (a dependency had failed): it was still enqueued.
+        TaskEvent enqueued = event;
+        enqueued.kind = TaskEvent::Kind::kEnqueued;
+        enqueued.error.clear();
+        events.push_back(std::move(enqueued));
+      }
+      if (committed.timed_out.count(id) != 0) {
+        TaskEvent timed_out = event;
+        timed_out.kind = TaskEvent::Kind::kTimedOut;
+        timed_out.next_attempt_at.reset();
+        events.push_back(std::move(timed_out));
+      }
+      events.push_back(std::move(event));
+    }
+    return events;
   }
 };
 
@@ -201,9 +708,9 @@ void CommitBatch(Self self) {
   st.batch = Batch{};
   if (batch.commands == 0) return;
 
-  Status status;
+  Status status = batch.abort;
   auto started = std::chrono::steady_clock::now();
-  if (batch.txn && !batch.txn->empty()) {
+  if (status.ok() && batch.txn && !batch.txn->empty()) {
     if (st.config.before_commit) st.config.before_commit();
     status = st.config.store->Commit(batch.txn.get());
   }
@@ -226,18 +733,16 @@ void CommitBatch(Self self) {
         status.ok() ? st.ChangesOf(batch) : st.FailedChangesOf(batch, status);
     self->send(st.scheduler, changes_atom::value, std::move(changes));
   }
-  if (st.change_listener && status.ok() && batch.txn &&
-      !batch.txn->entries().empty()) {
+  bool changed = status.ok() && batch.txn && !batch.txn->entries().empty();
+  if (changed && st.change_listener) {
     self->send(st.change_listener, changed_atom::value, st.ChangeSetOf(batch));
   }
-  for (auto& done : batch.done) done(status);
-  for (auto& [command, recovered] : batch.recoveries) {
-    if (status.ok()) {
-      command.done(recovered);
-    } else {
-      command.done(status);
-    }
+  if (changed && st.config.on_events &&
+      (!st.config.events_wanted || st.config.events_wanted())) {
+    std::vector<TaskEvent> events = st.EventsOf(batch);
+    if (!events.empty()) st.config.on_events(std::move(events));
   }
+  for (auto& done : batch.done) done(status);
 }
 
 // Counts a command into the batch; commits when the batch is full, and makes
@@ -272,6 +777,16 @@ writer_actor::behavior_type WriterBehavior(Self self, WriterConfig config) {
       },
       [self](recover_atom, RecoverCommand& command) {
         self->state.Recover(command);
+        Admit(self);
+      },
+      [self](control_atom, ControlCommand& command) {
+        self->state.Control(command);
+        Admit(self);
+      },
+      [self](meta_atom, MetaUpdate& update) {
+        for (auto& [key, value] : update.values) {
+          self->state.txn().PutMeta(std::move(key), std::move(value));
+        }
         Admit(self);
       },
       [self](barrier_atom, Completion& done) {

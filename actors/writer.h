@@ -31,6 +31,11 @@ struct WriterConfig {
   std::shared_ptr<Clock> clock;
   // The most commands in one batch.
   size_t max_batch = 1024;
+  // Receives the lifecycle events of each commit, after it is durable, on
+  // the writer's thread (it must not block). Null: no events.
+  std::function<void(std::vector<TaskEvent>)> on_events;
+  // Whether anyone listens; events are not built otherwise.
+  std::function<bool()> events_wanted;
   // Test hook: runs on the writer's thread before each commit.
   std::function<void()> before_commit;
 };

@@ -360,6 +360,9 @@ const std::vector<KeySpec>& Registry() {
       IntegerKey<&Options::scheduler_threads, 1, 256>(
           "runtime", "scheduler_threads",
           "Threads of the actor scheduler for the non-blocking actors."),
+      IntegerKey<&Options::group_concurrency, 0, 1'000'000>(
+          "runtime", "group_concurrency",
+          "At most this many tasks of one group run at once; 0: no limit."),
       // Capped at a day: longer is surely a mistake, and a huge value would
       // overflow a steady_clock deadline computed from it.
       MillisecondsKey<&Options::close_timeout, 0, 86'400'000>(

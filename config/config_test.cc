@@ -60,6 +60,7 @@ void ExpectSameOptions(const Options& actual, const Options& expected) {
   EXPECT_EQ(actual.scheduler_threads, expected.scheduler_threads);
   EXPECT_EQ(actual.close_timeout, expected.close_timeout);
   EXPECT_EQ(actual.writer_max_batch, expected.writer_max_batch);
+  EXPECT_EQ(actual.group_concurrency, expected.group_concurrency);
   EXPECT_EQ(actual.log_level, expected.log_level);
 }
 
@@ -148,7 +149,7 @@ TEST(ShippedConfigTest, DocumentsEveryKeyAndItsDefault) {
     EXPECT_THAT(line.comment, HasSubstr("Allowed: "))
         << "the comment above " << line.key << " must state what it allows";
   }
-  EXPECT_EQ(keys.size(), 10u);
+  EXPECT_EQ(keys.size(), 11u);
 }
 
 // A key added to the registry must also be documented in spool.toml.
@@ -156,7 +157,7 @@ TEST(ShippedConfigTest, SetsEveryKeyTheRegistryKnows) {
   std::set<std::string> documented = KeysIn(ReadText(ShippedConfigPath()));
   std::set<std::string> known = KeysIn(DescribeOptions(Options()));
   EXPECT_EQ(documented, known);
-  EXPECT_EQ(known.size(), 10u);
+  EXPECT_EQ(known.size(), 11u);
 }
 
 // ---------------------------------------------------------------------------
@@ -632,7 +633,7 @@ TEST(OverrideTest, EveryIntegerRangeAgreesWithValidate) {
     }
     ++checked;
   }
-  EXPECT_EQ(checked, 7);
+  EXPECT_EQ(checked, 8);
 }
 
 // ---------------------------------------------------------------------------

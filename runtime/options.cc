@@ -60,6 +60,10 @@ Status Options::Validate() const {
     return bad("runtime.scheduler_threads must be in [1, 256], got " +
                std::to_string(scheduler_threads));
   }
+  if (group_concurrency > 1'000'000) {
+    return bad("runtime.group_concurrency must be in [0, 1000000], got " +
+               std::to_string(group_concurrency));
+  }
   if (writer_max_batch < 1 || writer_max_batch > 1'000'000) {
     return bad("writer.max_batch must be in [1, 1000000], got " +
                std::to_string(writer_max_batch));

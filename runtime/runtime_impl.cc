@@ -11,6 +11,7 @@
 #include "actors/worker.h"
 #include "actors/writer.h"
 #include "runtime/logging.h"
+#include "runtime/schedule.h"
 #include "storage/task_record_generated.h"
 
 namespace spool {
@@ -19,6 +20,8 @@ namespace {
 using actors::Completion;
 
 constexpr Duration kMaxDelay = std::chrono::hours(24 * 365);
+// The longest group, dedup key or idempotency key.
+constexpr size_t kMaxKeyBytes = 1024;
 
 Status ClosedError() { return Status::Closed("the runtime is closed"); }
 
@@ -121,6 +124,10 @@ Status RuntimeImpl::OpenInternal() {
   writer_config.clock = clock_;
   writer_config.max_batch = options_.writer_max_batch;
   writer_config.before_commit = hooks_.before_commit;
+  writer_config.on_events = [this](std::vector<TaskEvent> events) {
+    Publish(std::move(events));
+  };
+  writer_config.events_wanted = [this] { return subscriber_count_.load() > 0; };
   writer_ = actors::SpawnWriter(*actor_system_, std::move(writer_config));
 
   Promise<actors::RecoveryResult> recovered;
@@ -148,7 +155,10 @@ Status RuntimeImpl::OpenInternal() {
   actors::SchedulerConfig scheduler_config;
   scheduler_config.writer = writer_;
   scheduler_config.clock = clock_;
-  scheduler_config.initial = recovery_result->queue;
+  scheduler_config.recovered = recovery_result.value();
+  scheduler_config.group_concurrency = options_.group_concurrency;
+  scheduler_config.progress = progress_;
+  scheduler_config.allocate_id = [this] { return next_id_.fetch_add(1); };
   scheduler_ =
       actors::SpawnScheduler(*actor_system_, std::move(scheduler_config));
   caf::anon_send(writer_, actors::attach_atom::value, scheduler_);
@@ -215,15 +225,31 @@ Status RuntimeImpl::Start() {
   if (guard.closed()) return ClosedError();
   ForgetActorSystemOnExit forget;
   std::lock_guard<std::mutex> lock(registry_mutex_);
-  if (started_)
+  if (started_) {
     return Status::FailedPrecondition("the runtime is already started");
-  started_ = true;
+  }
   auto registry = std::atomic_load(&registry_);
+  actors::DispatchConfig dispatch;
+  for (const auto& [type, entry] : *registry) {
+    dispatch.types[type] = actors::TypePolicy{entry.options.max_concurrent,
+                                              entry.options.rate_limit};
+  }
+  int64_t now = clock_->Now().time_since_epoch().count();
+  for (PeriodicTask& periodic : periodic_) {
+    Result<actors::NewTask> task =
+        Prepare(periodic.task, "periodic task '" + periodic.name + "'", now);
+    if (!task.ok()) return task.status();
+    dispatch.periodic.push_back(
+        actors::PeriodicPlan{periodic.name, *Schedule::Parse(periodic.schedule),
+                             std::move(task).value(), periodic.catch_up});
+  }
+  started_ = true;
   for (int i = 0; i < options_.workers; ++i) {
     workers_.push_back(actors::SpawnWorker(
         *actor_system_, static_cast<uint32_t>(i), scheduler_, registry));
   }
-  caf::anon_send(scheduler_, actors::start_atom::value, workers_);
+  dispatch.workers = workers_;
+  caf::anon_send(scheduler_, actors::start_atom::value, std::move(dispatch));
   return Status::OK();
 }
 
@@ -257,14 +283,29 @@ Result<actors::NewTask> RuntimeImpl::Prepare(TaskSpec& task,
         what + ": no handler is registered for task type '" + task.type +
         "' (registered: " + (known.empty() ? "none" : known) + ")");
   }
-  const EnqueueOptions& options = task.options;
-  RetryPolicy retry =
-      options.retry ? *options.retry : handler->second.options.retry;
+  EnqueueOptions& options = task.options;
+  const HandlerOptions& defaults = handler->second.options;
+  RetryPolicy retry = options.retry ? *options.retry : defaults.retry;
   Status s = retry.Validate();
   if (!s.ok()) return s.WithContext(what);
   if (options.delay < Duration(0) || options.delay > kMaxDelay) {
     return invalid("delay must be between 0 and 365 days, got " +
                    std::to_string(options.delay.count()) + " us");
+  }
+  Duration timeout = options.timeout ? *options.timeout : defaults.timeout;
+  if (timeout < Duration(0) || timeout > kMaxDelay) {
+    return invalid("timeout must be between 0 and 365 days, got " +
+                   std::to_string(timeout.count()) + " us");
+  }
+  for (const auto& [name, value] :
+       {std::pair<const char*, const std::string*>{"group", &options.group},
+        {"dedup_key", &options.dedup_key},
+        {"idempotency_key", &options.idempotency_key}}) {
+    if (value->size() > kMaxKeyBytes) {
+      return invalid(std::string(name) + " is " +
+                     std::to_string(value->size()) + " bytes; the limit is " +
+                     std::to_string(kMaxKeyBytes));
+    }
   }
 
   actors::NewTask out;
@@ -277,9 +318,41 @@ Result<actors::NewTask> RuntimeImpl::Prepare(TaskSpec& task,
   } else if (options.delay.count() > 0) {
     out.run_at_us = now_us + options.delay.count();
   }
-  out.id = next_id_.fetch_add(1);
+  out.group = std::move(options.group);
+  out.dedup_key = std::move(options.dedup_key);
+  out.idempotency_key = std::move(options.idempotency_key);
+  // Duplicates are dropped, keeping the first occurrence's place.
+  for (TaskId dep : options.depends_on) {
+    if (std::find(out.depends_on.begin(), out.depends_on.end(), dep) ==
+        out.depends_on.end()) {
+      out.depends_on.push_back(dep);
+    }
+  }
+  out.on_dependency_failure = options.on_dependency_failure;
+  if (static_cast<uint8_t>(out.on_dependency_failure) >
+      static_cast<uint8_t>(DependencyFailure::kRun)) {
+    return invalid("on_dependency_failure is out of range");
+  }
+  out.timeout_us = timeout.count();
+  out.payload_version = defaults.version;
   return out;
 }
+
+namespace {
+
+// Assigns the id last, once the task is known to be valid, and refuses a
+// task that depends on itself.
+Status AssignId(actors::NewTask* task, std::atomic<uint64_t>* next_id,
+                const std::string& what) {
+  task->id = next_id->fetch_add(1);
+  if (std::find(task->depends_on.begin(), task->depends_on.end(), task->id) !=
+      task->depends_on.end()) {
+    return Status::InvalidArgument(what + ": a task cannot depend on itself");
+  }
+  return Status::OK();
+}
+
+}  // namespace
 
 Ticket RuntimeImpl::Enqueue(TaskSpec task) {
   CallGuard guard(this);
@@ -287,18 +360,19 @@ Ticket RuntimeImpl::Enqueue(TaskSpec task) {
     return Ticket{0, Failed<TaskId>(ClosedError(), executor_)};
   int64_t now = clock_->Now().time_since_epoch().count();
   Result<actors::NewTask> prepared = Prepare(task, "task", now);
-  if (!prepared.ok())
-    return Ticket{0, Failed<TaskId>(prepared.status(), executor_)};
+  Status s = prepared.status();
+  if (s.ok()) s = AssignId(&*prepared, &next_id_, "task");
+  if (!s.ok()) return Ticket{0, Failed<TaskId>(s, executor_)};
 
   TaskId id = prepared->id;
   auto promise = NewPromise<TaskId>();
   actors::EnqueueCommand command;
   command.tasks.push_back(std::move(prepared).value());
-  command.done = [promise, id](const Status& s) {
-    if (s.ok()) {
-      promise.Set(id);
+  command.done = [promise](const Result<std::vector<TaskId>>& stored) {
+    if (stored.ok()) {
+      promise.Set(stored->front());
     } else {
-      promise.Set(s);
+      promise.Set(stored.status());
     }
   };
   caf::anon_send(writer_, actors::enqueue_atom::value, std::move(command));
@@ -308,32 +382,33 @@ Ticket RuntimeImpl::Enqueue(TaskSpec task) {
 BatchTicket RuntimeImpl::EnqueueBatch(std::vector<TaskSpec> tasks) {
   using Ids = std::vector<TaskId>;
   CallGuard guard(this);
-  if (guard.closed())
+  if (guard.closed()) {
     return BatchTicket{{}, Failed<Ids>(ClosedError(), executor_)};
-  if (tasks.empty())
+  }
+  if (tasks.empty()) {
     return BatchTicket{{}, MakeReadyFuture<Ids>(Ids{}, executor_)};
+  }
   int64_t now = clock_->Now().time_since_epoch().count();
   actors::EnqueueCommand command;
   command.tasks.reserve(tasks.size());
-  Ids ids;
-  ids.reserve(tasks.size());
   for (size_t i = 0; i < tasks.size(); ++i) {
     Result<actors::NewTask> prepared =
         Prepare(tasks[i], "task " + std::to_string(i) + " of the batch", now);
     if (!prepared.ok()) {
       return BatchTicket{{}, Failed<Ids>(prepared.status(), executor_)};
     }
-    ids.push_back(prepared->id);
     command.tasks.push_back(std::move(prepared).value());
   }
+  Ids ids;
+  ids.reserve(tasks.size());
+  for (size_t i = 0; i < command.tasks.size(); ++i) {
+    Status s = AssignId(&command.tasks[i], &next_id_,
+                        "task " + std::to_string(i) + " of the batch");
+    if (!s.ok()) return BatchTicket{{}, Failed<Ids>(s, executor_)};
+    ids.push_back(command.tasks[i].id);
+  }
   auto promise = NewPromise<Ids>();
-  command.done = [promise, ids](const Status& s) {
-    if (s.ok()) {
-      promise.Set(ids);
-    } else {
-      promise.Set(s);
-    }
-  };
+  command.done = [promise](const Result<Ids>& stored) { promise.Set(stored); };
   caf::anon_send(writer_, actors::enqueue_atom::value, std::move(command));
   return BatchTicket{std::move(ids), promise.GetFuture()};
 }

@@ -4,6 +4,7 @@
 #define SPOOL_RUNTIME_RUNTIME_IMPL_H_
 
 #include <atomic>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -13,6 +14,7 @@
 #include <spool/runtime.h>
 
 #include "actors/actors.h"
+#include "actors/attempt_control.h"
 #include "actors/handler_registry.h"
 #include "runtime/test_hooks.h"
 #include "runtime/thread_executor.h"
@@ -36,6 +38,26 @@ class RuntimeImpl final : public Runtime {
   Status Start() override;
   Ticket Enqueue(TaskSpec task) override;
   BatchTicket EnqueueBatch(std::vector<TaskSpec> tasks) override;
+  Future<TaskStatus> Cancel(TaskId id) override;
+  Future<uint64_t> CancelGroup(std::string group) override;
+  Future<void> Retry(TaskId id, std::optional<RetryPolicy> policy) override;
+  Future<void> Delete(TaskId id) override;
+  Future<uint64_t> Purge(PurgeOptions options) override;
+  Future<void> Hold(TaskId id) override;
+  Future<void> Release(TaskId id) override;
+  Status Pause() override;
+  Status Resume() override;
+  Status PauseType(std::string_view type) override;
+  Status ResumeType(std::string_view type) override;
+  Status SetGroupConcurrency(std::string_view group,
+                             uint32_t max_running) override;
+  Future<void> CompleteHandOff(TaskId id, std::string reference) override;
+  Future<void> FailHandOff(TaskId id, std::string reference,
+                           std::string error) override;
+  std::optional<double> Progress(TaskId id) override;
+  Status AddPeriodic(PeriodicTask periodic) override;
+  uint64_t Subscribe(std::function<void(const TaskEvent&)> listener) override;
+  void Unsubscribe(uint64_t token) override;
   Future<TaskInfo> GetTask(TaskId id) override;
   Future<StatusCounts> CountByStatus() override;
   Future<void> Drain() override;
@@ -59,8 +81,20 @@ class RuntimeImpl final : public Runtime {
   Status OpenInternal();
   // Checks a task and turns it into a writer command. `what` names it in
   // errors ("task" or "task 3").
+  // Checks a task and turns it into a writer command, without an id yet.
+  // `what` names it in errors ("task" or "task 3 of the batch").
   Result<actors::NewTask> Prepare(TaskSpec& task, const std::string& what,
                                   int64_t now_us);
+  // Sends a control command; the future resolves with its result.
+  Future<actors::ControlResult> SendControl(actors::ControlCommand command);
+  // A control command whose result is just done or not.
+  Future<void> SimpleControl(actors::ControlCommand::Kind kind, TaskId id,
+                             std::string text = {}, std::string error = {});
+  // Sends a message to the scheduler unless the runtime is closed.
+  template <class... Ts>
+  Status TellScheduler(Ts&&... xs);
+  // Delivers events to the subscribers, on the callback executor.
+  void Publish(std::vector<TaskEvent> events);
   template <class T>
   Promise<T> NewPromise() const {
     return Promise<T>(executor_);
@@ -90,6 +124,22 @@ class RuntimeImpl final : public Runtime {
   // Copy on write before Start, frozen after.
   std::shared_ptr<const actors::HandlerRegistry> registry_;
   std::atomic<bool> started_{false};
+  std::vector<PeriodicTask> periodic_;
+
+  std::shared_ptr<ProgressBoard> progress_ = std::make_shared<ProgressBoard>();
+
+  // Event subscribers; the count lets the writer skip building events.
+  std::mutex subscribers_mutex_;
+  struct Subscriber {
+    // Held while the listener runs, so that Unsubscribe waits for a call in
+    // progress; recursive, so that a listener may unsubscribe itself.
+    std::recursive_mutex mutex;
+    bool active = true;
+    std::function<void(const TaskEvent&)> listener;
+  };
+  std::map<uint64_t, std::shared_ptr<Subscriber>> subscribers_;
+  uint64_t next_subscriber_ = 1;
+  std::atomic<size_t> subscriber_count_{0};
 
   // Set once OpenInternal succeeded; only an opened runtime is closed.
   bool opened_ = false;

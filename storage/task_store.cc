@@ -780,6 +780,7 @@ void WriteTxn::Insert(TaskRecord record) {
   TaskId id = record.id;
   NoteId(id);
   RestageIndexes(nullptr, &record);
+  order_.push_back(id);
   entries_[id] = Entry{std::nullopt, std::move(record)};
 }
 
@@ -795,6 +796,7 @@ void WriteTxn::Update(TaskRecord record) {
   RestageIndexes(&read->second, &record);
   Entry entry{std::move(read->second), std::move(record)};
   reads_.erase(read);
+  order_.push_back(id);
   entries_.emplace(id, std::move(entry));
 }
 
@@ -809,6 +811,7 @@ void WriteTxn::Delete(TaskId id) {
   RestageIndexes(&read->second, nullptr);
   Entry entry{std::move(read->second), std::nullopt};
   reads_.erase(read);
+  order_.push_back(id);
   entries_.emplace(id, std::move(entry));
 }
 
@@ -828,9 +831,10 @@ Status WriteTxn::GetIndex(ColumnFamily family, std::string_view key,
 }
 
 Status WriteTxn::ScanIndex(ColumnFamily family, std::string_view prefix,
-                           const IndexVisitor& visit) {
+                           std::string_view start, const IndexVisitor& visit) {
+  std::string_view from = start > prefix ? start : prefix;
   // The staged entries under the prefix, in key order.
-  auto first = index_overlay_.lower_bound({family, std::string(prefix)});
+  auto first = index_overlay_.lower_bound({family, std::string(from)});
   auto staged_end = first;
   while (staged_end != index_overlay_.end() &&
          staged_end->first.first == family &&
@@ -843,7 +847,7 @@ Status WriteTxn::ScanIndex(ColumnFamily family, std::string_view prefix,
   auto staged = first;
   bool stopped = false;
   Status s = store_->Scan(
-      family, prefix, "", [&](std::string_view key, std::string_view value) {
+      family, prefix, from, [&](std::string_view key, std::string_view value) {
         while (staged != staged_end && staged->first.second < key) {
           if (staged->second && !visit(staged->first.second, *staged->second)) {
             stopped = true;

@@ -259,10 +259,11 @@ class WriteTxn {
   Status GetIndex(ColumnFamily family, std::string_view key,
                   std::string* value);
 
-  // Visits index entries with `prefix`, as this transaction sees them, in key
-  // order, until `visit` returns false.
+  // Visits index entries with `prefix`, from `start` (inclusive; empty: the
+  // prefix), as this transaction sees them, in key order, until `visit`
+  // returns false. `visit` must not change the transaction.
   Status ScanIndex(ColumnFamily family, std::string_view prefix,
-                   const IndexVisitor& visit);
+                   std::string_view start, const IndexVisitor& visit);
 
   // A meta value as this transaction sees it; NotFound when absent.
   Status GetMeta(std::string_view key, std::string* value);
@@ -284,6 +285,8 @@ class WriteTxn {
     std::optional<TaskRecord> after;
   };
   const std::unordered_map<TaskId, Entry>& entries() const { return entries_; }
+  // The ids of entries(), in the order they were first staged.
+  const std::vector<TaskId>& order() const { return order_; }
   bool empty() const {
     return entries_.empty() && quarantined_.empty() && meta_.empty();
   }
@@ -298,6 +301,7 @@ class WriteTxn {
   // Update, so that no record is read twice.
   std::unordered_map<TaskId, TaskRecord> reads_;
   std::unordered_map<TaskId, Entry> entries_;
+  std::vector<TaskId> order_;
   std::vector<std::pair<TaskId, std::vector<IndexEntry>>> quarantined_;
   // Index entries as staged: a value, or nullopt for a removed entry. Keyed
   // by family and key, so that scans see staged entries in order.

@@ -213,7 +213,7 @@ TEST_P(TaskStoreTest, TransactionsSeeTheirOwnIndexEntries) {
   waiter.group = "g";
   txn.Insert(waiter);
   std::vector<TaskId> waiters;
-  ASSERT_TRUE(txn.ScanIndex(ColumnFamily::kWaitingOn, WaitingIndexPrefix(1),
+  ASSERT_TRUE(txn.ScanIndex(ColumnFamily::kWaitingOn, WaitingIndexPrefix(1), "",
                             [&](std::string_view key, std::string_view) {
                               TaskId id = 0;
                               EXPECT_TRUE(DecodeTrailingId(key, &id));
@@ -223,7 +223,7 @@ TEST_P(TaskStoreTest, TransactionsSeeTheirOwnIndexEntries) {
                   .ok());
   EXPECT_EQ(waiters, std::vector<TaskId>{2});
   std::vector<TaskId> group;
-  ASSERT_TRUE(txn.ScanIndex(ColumnFamily::kByGroup, GroupIndexPrefix("g"),
+  ASSERT_TRUE(txn.ScanIndex(ColumnFamily::kByGroup, GroupIndexPrefix("g"), "",
                             [&](std::string_view key, std::string_view) {
                               TaskId id = 0;
                               EXPECT_TRUE(DecodeTrailingId(key, &id));

@@ -3,7 +3,11 @@
 #ifndef SPOOL_INCLUDE_HANDLER_H_
 #define SPOOL_INCLUDE_HANDLER_H_
 
+#include <chrono>
+#include <cstdint>
 #include <functional>
+#include <optional>
+#include <string>
 #include <string_view>
 
 #include <spool/status.h>
@@ -11,19 +15,54 @@
 
 namespace spool {
 
-// What a handler knows about the attempt it runs.
+namespace internal {
+class AttemptControl;
+}  // namespace internal
+
+// What a handler knows about the attempt it runs, and what it can tell
+// spool about it.
 //
 // The context, and every string_view it returns, is valid only until the
-// handler returns. Copy what must outlive the call.
+// handler returns. Copy what must outlive the call. Its methods may be called
+// from other threads the handler starts, as long as the handler has not
+// returned.
 class TaskContext {
  public:
   TaskId id() const { return id_; }
   std::string_view type() const { return type_; }
+  // The payload, migrated to the handler's version if it was older.
   std::string_view payload() const { return payload_; }
   // 1 for the first attempt; a crash-interrupted attempt counts.
   uint32_t attempt() const { return attempt_; }
   uint32_t max_attempts() const { return max_attempts_; }
   int32_t priority() const { return priority_; }
+  // The EnqueueOptions::idempotency_key; empty if none.
+  std::string_view idempotency_key() const { return idempotency_key_; }
+  // The EnqueueOptions::group; empty if none.
+  std::string_view group() const { return group_; }
+
+  // True once the task was cancelled (Runtime::Cancel) or its attempt ran
+  // past its timeout. The handler should stop soon: returning OK still
+  // succeeds the task; returning an error cancels it (or, after a timeout,
+  // fails the attempt), without retry after a cancel.
+  bool cancelled() const;
+
+  // Waits until cancelled() or `timeout` passes; returns cancelled().
+  bool WaitForCancel(Duration timeout) const;
+
+  // Reports progress, e.g. a fraction in [0, 1]; readable through
+  // Runtime::Progress while the attempt runs. Kept in memory only.
+  void ReportProgress(double progress);
+
+  // Hands the task off: when the handler returns OK, the task stays running,
+  // holding `reference`, but releases its worker. Its outcome is reported
+  // later with Runtime::CompleteHandOff or FailHandOff. A handed-off task
+  // survives restarts (it is not treated as interrupted).
+  void HandOff(std::string reference);
+
+  // Overrides the retry delay if this attempt fails (e.g. from an HTTP
+  // Retry-After). The attempt still counts.
+  void SetRetryDelay(Duration delay);
 
  private:
   friend class TaskContextBuilder;
@@ -35,24 +74,70 @@ class TaskContext {
   uint32_t attempt_ = 0;
   uint32_t max_attempts_ = 0;
   int32_t priority_ = 0;
+  std::string_view idempotency_key_;
+  std::string_view group_;
+  internal::AttemptControl* control_ = nullptr;
 };
 
 // Runs one attempt of a task.
 //
 // Return OK when the task is done. Returning an error, or throwing, fails the
 // attempt: its message (or what()) is stored as the task's last error and the
-// retry policy decides what happens next.
+// retry policy decides what happens next. Returning Status::Cancelled cancels
+// the task without retry.
 //
 // Handlers run on spool's worker threads, one task per worker at a time, and
-// may block. They may call back into the runtime (Enqueue, Get, ...) but must
-// not wait for Close or Drain there: those wait for the handler itself.
+// may block. They may call back into the runtime (Enqueue, GetTask, ...) but
+// must not wait for Close or Drain there: those wait for the handler itself.
 using Handler = std::function<Status(TaskContext& context)>;
+
+// "N attempts per period", per task type. Every attempt counts, retries
+// included.
+struct RateLimit {
+  // Attempts allowed per period; 0 for no limit. Default: 0.
+  uint32_t count = 0;
+  // Default: 1 second.
+  Duration period = std::chrono::seconds(1);
+};
+
+// Turns a payload stored by an older handler version into the current one.
+// Returning an error fails the task without retry.
+using PayloadMigration = std::function<Result<std::string>(
+    uint32_t from_version, std::string_view payload)>;
 
 // Options registered with a task type's handler.
 struct HandlerOptions {
   // The retry policy of tasks of this type that do not set their own.
   // Default: RetryPolicy{} (exponential, 3 attempts).
   RetryPolicy retry;
+
+  // Which errors are retried; others fail the task at once. Default: null,
+  // meaning every error except Cancelled. A filter that throws means no retry.
+  std::function<bool(const Status& error)> retry_if;
+
+  // A delay for a particular error (e.g. parsed from a Retry-After), or
+  // nullopt for the policy's. Default: null.
+  std::function<std::optional<Duration>(const Status& error)> retry_delay;
+
+  // Each attempt's time limit; zero for none. A task's own
+  // EnqueueOptions::timeout wins. Default: none.
+  Duration timeout = Duration(0);
+
+  // At most this many tasks of this type run at once; 0 for no limit beyond
+  // the global one. Default: 0.
+  uint32_t max_concurrent = 0;
+
+  // Default: no limit.
+  RateLimit rate_limit;
+
+  // The payload schema version this handler reads. Tasks are stored with
+  // the version of the handler registered when they were enqueued. Default: 0.
+  uint32_t version = 0;
+
+  // Called for payloads stored with an older version. A payload with a newer
+  // version than the handler's fails the task without retry. Default: null
+  // (older payloads are passed unchanged).
+  PayloadMigration migrate;
 };
 
 }  // namespace spool

@@ -74,6 +74,10 @@ struct Options {
   // Default: 1024.
   size_t writer_max_batch = 1024;
 
+  // At most this many tasks of one group run at once; 0 for no limit.
+  // Runtime::SetGroupConcurrency overrides it per group. Default: 0.
+  uint32_t group_concurrency = 0;
+
   // ---- Shutdown ----
 
   // How long Close waits for running handlers before it gives up on them.

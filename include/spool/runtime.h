@@ -24,7 +24,10 @@
 #ifndef SPOOL_INCLUDE_RUNTIME_H_
 #define SPOOL_INCLUDE_RUNTIME_H_
 
+#include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -92,6 +95,80 @@ class Runtime {
 
   // Task counts by status, from one snapshot.
   virtual Future<StatusCounts> CountByStatus() = 0;
+
+  // ---- Task control ----
+  //
+  // Each is one write batch: the task and everything it affects (e.g.
+  // dependents cancelled in cascade) change together or not at all.
+
+  // Cancels a task. Pending, waiting, held and retry-scheduled tasks are
+  // cancelled at once. A running task is asked to stop: the request is
+  // stored (it survives a crash) and its handler's TaskContext::cancelled()
+  // turns true; the task ends cancelled if the handler fails, succeeded if
+  // it returns OK. Resolves with the status after the call; a finished task
+  // is left as it is. NotFound for an unknown id.
+  virtual Future<TaskStatus> Cancel(TaskId id) = 0;
+
+  // Cancels every active task of `group`, as Cancel does. Resolves with how
+  // many were cancelled or asked to stop.
+  virtual Future<uint64_t> CancelGroup(std::string group) = 0;
+
+  // Runs a failed or cancelled task again, with a fresh attempt budget and,
+  // if given, a new retry policy. It keeps its id, payload and place in the
+  // order. FailedPrecondition when it is not failed or cancelled, when
+  // another active task holds its dedup key, or when one of its
+  // dependencies failed (unless it runs anyway on failure).
+  virtual Future<void> Retry(TaskId id,
+                             std::optional<RetryPolicy> policy = {}) = 0;
+
+  // Deletes a finished task. FailedPrecondition for an active task, or one a
+  // waiting task depends on.
+  virtual Future<void> Delete(TaskId id) = 0;
+
+  // Deletes finished tasks in bounded steps, with other work running in
+  // between. Skips tasks a waiting task depends on. Resolves with how many
+  // were deleted.
+  virtual Future<uint64_t> Purge(PurgeOptions options = {}) = 0;
+
+  // Parks a pending, waiting or retry-scheduled task until Release.
+  // FailedPrecondition for a running or finished task.
+  virtual Future<void> Hold(TaskId id) = 0;
+  // Returns a held task to the queue (or to waiting for its dependencies).
+  virtual Future<void> Release(TaskId id) = 0;
+
+  // Stops starting tasks (all, or of one type); running ones finish. Due
+  // retries wait too. Not stored: a restarted runtime runs everything.
+  virtual Status Pause() = 0;
+  virtual Status Resume() = 0;
+  virtual Status PauseType(std::string_view type) = 0;
+  virtual Status ResumeType(std::string_view type) = 0;
+
+  // At most `max_running` tasks of `group` run at once; 0 removes the limit
+  // (Options::group_concurrency applies again). Not stored.
+  virtual Status SetGroupConcurrency(std::string_view group,
+                                     uint32_t max_running) = 0;
+
+  // Reports the outcome of a task its handler handed off
+  // (TaskContext::HandOff). `reference` must match the one handed off.
+  // FailHandOff follows the task's retry policy.
+  virtual Future<void> CompleteHandOff(TaskId id, std::string reference) = 0;
+  virtual Future<void> FailHandOff(TaskId id, std::string reference,
+                                   std::string error) = 0;
+
+  // The progress the running attempt of task `id` last reported, if any.
+  virtual std::optional<double> Progress(TaskId id) = 0;
+
+  // Registers a task enqueued on a schedule; each slot is enqueued exactly
+  // once, even across restarts. REQUIRES: before Start. InvalidArgument for
+  // a bad schedule or task, FailedPrecondition for a duplicate name.
+  virtual Status AddPeriodic(PeriodicTask periodic) = 0;
+
+  // Calls `listener` for every task event, on the callback executor, after
+  // the write that caused it is durable. Returns a token for Unsubscribe.
+  virtual uint64_t Subscribe(
+      std::function<void(const TaskEvent&)> listener) = 0;
+  // No call to the listener starts after Unsubscribe returns.
+  virtual void Unsubscribe(uint64_t token) = 0;
 
   // Resolves once every task enqueued before the call is stored and no task
   // is ready, being claimed, or running. Tasks waiting for a later time do

@@ -225,7 +225,9 @@ struct Ticket {
   // stored; use it to correlate, not to query, until `stored` resolves.
   TaskId id = 0;
   // Resolves with the task's id once the task is durable (on disk in sync
-  // mode), or with the error that kept it from being stored.
+  // mode), or with the error that kept it from being stored. When the task
+  // was deduplicated (EnqueueOptions::dedup_key), it resolves with the id of
+  // the active task that holds the key, and nothing new is stored.
   Future<TaskId> stored;
 };
 
@@ -235,8 +237,71 @@ struct BatchTicket {
   std::vector<TaskId> ids;
   // Resolves with the ids once every task is durable, or with the error that
   // kept all of them from being stored: a batch is stored whole or not at
-  // all.
+  // all. A deduplicated task's slot holds the id of the active task that
+  // holds its key.
   Future<std::vector<TaskId>> stored;
+};
+
+// Which finished tasks Purge removes.
+struct PurgeOptions {
+  // Terminal statuses only (succeeded, failed, cancelled).
+  // Default: succeeded.
+  std::vector<TaskStatus> statuses = {TaskStatus::kSucceeded};
+  // Only tasks whose last change is at least this old. Default: 0 (any age).
+  Duration older_than = Duration(0);
+  // The most index entries one purge step examines; each step is one write
+  // batch, and other work runs between steps. Default: 1000.
+  size_t batch_size = 1000;
+};
+
+// Something that happened to a task, delivered to subscribers (see
+// Runtime::Subscribe) after the write that recorded it is durable.
+struct TaskEvent {
+  enum class Kind : uint8_t {
+    kEnqueued,        // stored (or retried by hand): it may run
+    kStarted,         // an attempt was claimed and starts
+    kRetryScheduled,  // an attempt failed; another is scheduled
+    kSucceeded,
+    kFailed,
+    kCancelled,
+    kTimedOut,  // an attempt ran past its timeout (a retry or a
+                // failure follows as its own event)
+  };
+  Kind kind = Kind::kEnqueued;
+  TaskId id = 0;
+  std::string type;
+  // The attempt the event is about; 0 before the first.
+  uint32_t attempt = 0;
+  uint32_t max_attempts = 0;
+  // The time the write happened, on the runtime's clock.
+  Timestamp at;
+  // For failures, retries, timeouts and cancellations of running tasks.
+  std::string error;
+  // For kRetryScheduled, and kEnqueued with a later start.
+  std::optional<Timestamp> next_attempt_at;
+  // For kCancelled: the task was running when it was cancelled.
+  bool was_running = false;
+};
+
+// "enqueued", "started", ...
+const char* TaskEventKindName(TaskEvent::Kind kind);
+
+// A task enqueued on a schedule (see Runtime::AddPeriodic).
+struct PeriodicTask {
+  // Unique among the runtime's periodic tasks; part of the slot's identity,
+  // so renaming it starts a new series.
+  std::string name;
+  // A 5-field cron expression (minute hour day-of-month month day-of-week,
+  // UTC) or a macro (@hourly, @daily, ...), or a fixed interval
+  // ("every 30s", "every 5m", "every 2h", "every 1d"; aligned to the Unix
+  // epoch).
+  std::string schedule;
+  // The task enqueued for each slot; its options apply (run_at and delay
+  // are ignored: a slot task may run at its slot time).
+  TaskSpec task;
+  // After downtime: enqueue only the latest missed slot (true), or none and
+  // wait for the next one (false). Default: true.
+  bool catch_up = true;
 };
 
 }  // namespace spool

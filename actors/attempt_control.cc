@@ -1,0 +1,92 @@
+#include "actors/attempt_control.h"
+
+#include <spool/handler.h>
+
+namespace spool {
+
+void ProgressBoard::Set(TaskId id, double progress) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  progress_[id] = progress;
+}
+
+void ProgressBoard::Clear(TaskId id) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  progress_.erase(id);
+}
+
+std::optional<double> ProgressBoard::Get(TaskId id) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = progress_.find(id);
+  if (it == progress_.end()) return std::nullopt;
+  return it->second;
+}
+
+namespace internal {
+
+void AttemptControl::Cancel() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    cancelled_.store(true, std::memory_order_release);
+  }
+  cancelled_cv_.notify_all();
+}
+
+bool AttemptControl::WaitForCancel(Duration timeout) const {
+  std::unique_lock<std::mutex> lock(mutex_);
+  return cancelled_cv_.wait_for(lock, timeout, [this] { return cancelled(); });
+}
+
+void AttemptControl::ReportProgress(double progress) {
+  if (progress_) progress_->Set(id_, progress);
+}
+
+void AttemptControl::ClearProgress() {
+  if (progress_) progress_->Clear(id_);
+}
+
+void AttemptControl::HandOff(std::string reference) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  handoff_ = std::move(reference);
+}
+
+std::optional<std::string> AttemptControl::handoff() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return handoff_;
+}
+
+void AttemptControl::SetRetryDelay(Duration delay) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  retry_delay_ = delay;
+}
+
+std::optional<Duration> AttemptControl::retry_delay() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return retry_delay_;
+}
+
+}  // namespace internal
+
+// TaskContext forwards to the attempt's control. A context without one (never
+// made by spool itself) behaves as an attempt nobody cancels.
+
+bool TaskContext::cancelled() const {
+  return control_ != nullptr && control_->cancelled();
+}
+
+bool TaskContext::WaitForCancel(Duration timeout) const {
+  return control_ != nullptr && control_->WaitForCancel(timeout);
+}
+
+void TaskContext::ReportProgress(double progress) {
+  if (control_ != nullptr) control_->ReportProgress(progress);
+}
+
+void TaskContext::HandOff(std::string reference) {
+  if (control_ != nullptr) control_->HandOff(std::move(reference));
+}
+
+void TaskContext::SetRetryDelay(Duration delay) {
+  if (control_ != nullptr) control_->SetRetryDelay(delay);
+}
+
+}  // namespace spool

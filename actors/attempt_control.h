@@ -1,0 +1,69 @@
+// AttemptControl: the state one running attempt shares between its handler
+// (through TaskContext), its worker and the scheduler: the cancellation
+// token, progress, a hand-off, a retry delay.
+
+#ifndef SPOOL_ACTORS_ATTEMPT_CONTROL_H_
+#define SPOOL_ACTORS_ATTEMPT_CONTROL_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+
+#include <spool/task.h>
+
+namespace spool {
+
+// Progress of running attempts, by task id. Shared by the runtime (which
+// answers Runtime::Progress) and the attempts (which report it).
+class ProgressBoard {
+ public:
+  void Set(TaskId id, double progress);
+  void Clear(TaskId id);
+  std::optional<double> Get(TaskId id) const;
+
+ private:
+  mutable std::mutex mutex_;
+  std::unordered_map<TaskId, double> progress_;
+};
+
+namespace internal {
+
+// Thread safe: the handler, the worker and the scheduler use it at once.
+class AttemptControl {
+ public:
+  AttemptControl(TaskId id, std::shared_ptr<ProgressBoard> progress)
+      : id_(id), progress_(std::move(progress)) {}
+
+  // Sets the token and wakes WaitForCancel. Idempotent.
+  void Cancel();
+  bool cancelled() const { return cancelled_.load(std::memory_order_acquire); }
+  bool WaitForCancel(Duration timeout) const;
+
+  void ReportProgress(double progress);
+  // Forgets the progress once the attempt ends.
+  void ClearProgress();
+
+  void HandOff(std::string reference);
+  std::optional<std::string> handoff() const;
+
+  void SetRetryDelay(Duration delay);
+  std::optional<Duration> retry_delay() const;
+
+ private:
+  const TaskId id_;
+  const std::shared_ptr<ProgressBoard> progress_;
+  std::atomic<bool> cancelled_{false};
+  mutable std::mutex mutex_;
+  mutable std::condition_variable cancelled_cv_;
+  std::optional<std::string> handoff_;
+  std::optional<Duration> retry_delay_;
+};
+
+}  // namespace internal
+}  // namespace spool
+
+#endif  // SPOOL_ACTORS_ATTEMPT_CONTROL_H_

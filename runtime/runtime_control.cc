@@ -1,0 +1,346 @@
+// The Runtime's task control: cancel, retry, delete, purge, hold, hand-off,
+// pause, limits, periodic tasks and events.
+
+#include <algorithm>
+
+#include <caf/all.hpp>
+
+#include "runtime/runtime_impl.h"
+#include "runtime/schedule.h"
+
+namespace spool {
+namespace {
+
+using actors::ControlCommand;
+using actors::ControlResult;
+
+Status ClosedError() { return Status::Closed("the runtime is closed"); }
+
+template <class T>
+Future<T> Failed(const Status& status,
+                 const std::shared_ptr<Executor>& executor) {
+  return MakeReadyFuture<T>(Result<T>(status), executor);
+}
+
+}  // namespace
+
+template <class... Ts>
+Status RuntimeImpl::TellScheduler(Ts&&... xs) {
+  CallGuard guard(this);
+  if (guard.closed()) return ClosedError();
+  caf::anon_send(scheduler_, std::forward<Ts>(xs)...);
+  return Status::OK();
+}
+
+Future<ControlResult> RuntimeImpl::SendControl(ControlCommand command) {
+  CallGuard guard(this);
+  if (guard.closed()) return Failed<ControlResult>(ClosedError(), executor_);
+  auto promise = NewPromise<ControlResult>();
+  command.done = [promise](const Result<ControlResult>& result) {
+    promise.Set(result);
+  };
+  caf::anon_send(writer_, actors::control_atom::value, std::move(command));
+  return promise.GetFuture();
+}
+
+Future<void> RuntimeImpl::SimpleControl(ControlCommand::Kind kind, TaskId id,
+                                        std::string text, std::string error) {
+  CallGuard guard(this);
+  if (guard.closed()) return Failed<void>(ClosedError(), executor_);
+  ControlCommand command;
+  command.kind = kind;
+  command.id = id;
+  command.text = std::move(text);
+  command.error = std::move(error);
+  auto promise = NewPromise<void>();
+  command.done = [promise](const Result<ControlResult>& result) {
+    promise.Set(Result<void>(result.status()));
+  };
+  caf::anon_send(writer_, actors::control_atom::value, std::move(command));
+  return promise.GetFuture();
+}
+
+Future<TaskStatus> RuntimeImpl::Cancel(TaskId id) {
+  ControlCommand command;
+  command.kind = ControlCommand::Kind::kCancel;
+  command.id = id;
+  CallGuard guard(this);
+  if (guard.closed()) return Failed<TaskStatus>(ClosedError(), executor_);
+  auto promise = NewPromise<TaskStatus>();
+  command.done = [promise](const Result<ControlResult>& result) {
+    if (result.ok()) {
+      promise.Set(result->status);
+    } else {
+      promise.Set(result.status());
+    }
+  };
+  caf::anon_send(writer_, actors::control_atom::value, std::move(command));
+  return promise.GetFuture();
+}
+
+Future<uint64_t> RuntimeImpl::CancelGroup(std::string group) {
+  CallGuard guard(this);
+  if (guard.closed()) return Failed<uint64_t>(ClosedError(), executor_);
+  if (group.empty()) {
+    return Failed<uint64_t>(
+        Status::InvalidArgument("CancelGroup needs a group name"), executor_);
+  }
+  ControlCommand command;
+  command.kind = ControlCommand::Kind::kCancelGroup;
+  command.text = std::move(group);
+  auto promise = NewPromise<uint64_t>();
+  command.done = [promise](const Result<ControlResult>& result) {
+    if (result.ok()) {
+      promise.Set(result->count);
+    } else {
+      promise.Set(result.status());
+    }
+  };
+  caf::anon_send(writer_, actors::control_atom::value, std::move(command));
+  return promise.GetFuture();
+}
+
+Future<void> RuntimeImpl::Retry(TaskId id, std::optional<RetryPolicy> policy) {
+  if (policy) {
+    Status s = policy->Validate();
+    if (!s.ok()) return Failed<void>(s.WithContext("Retry"), executor_);
+  }
+  CallGuard guard(this);
+  if (guard.closed()) return Failed<void>(ClosedError(), executor_);
+  ControlCommand command;
+  command.kind = ControlCommand::Kind::kRetry;
+  command.id = id;
+  command.retry = policy;
+  // The writer checks that the task's type still has a handler.
+  command.registry = std::atomic_load(&registry_);
+  auto promise = NewPromise<void>();
+  command.done = [promise](const Result<ControlResult>& result) {
+    promise.Set(Result<void>(result.status()));
+  };
+  caf::anon_send(writer_, actors::control_atom::value, std::move(command));
+  return promise.GetFuture();
+}
+
+Future<void> RuntimeImpl::Delete(TaskId id) {
+  return SimpleControl(ControlCommand::Kind::kDelete, id);
+}
+
+Future<void> RuntimeImpl::Hold(TaskId id) {
+  return SimpleControl(ControlCommand::Kind::kHold, id);
+}
+
+Future<void> RuntimeImpl::Release(TaskId id) {
+  return SimpleControl(ControlCommand::Kind::kRelease, id);
+}
+
+Future<void> RuntimeImpl::CompleteHandOff(TaskId id, std::string reference) {
+  return SimpleControl(ControlCommand::Kind::kCompleteHandOff, id,
+                       std::move(reference));
+}
+
+Future<void> RuntimeImpl::FailHandOff(TaskId id, std::string reference,
+                                      std::string error) {
+  if (error.empty()) error = "the handed-off work failed";
+  return SimpleControl(ControlCommand::Kind::kFailHandOff, id,
+                       std::move(reference), std::move(error));
+}
+
+Future<uint64_t> RuntimeImpl::Purge(PurgeOptions options) {
+  uint32_t statuses = 0;
+  for (TaskStatus status : options.statuses) {
+    if (!IsTerminal(status)) {
+      return Failed<uint64_t>(
+          Status::InvalidArgument(std::string("Purge removes finished tasks "
+                                              "only; '") +
+                                  TaskStatusName(status) + "' is not finished"),
+          executor_);
+    }
+    statuses |= 1u << static_cast<unsigned>(status);
+  }
+  if (options.older_than < Duration(0)) {
+    return Failed<uint64_t>(
+        Status::InvalidArgument("Purge older_than must be >= 0"), executor_);
+  }
+  if (options.batch_size == 0) {
+    return Failed<uint64_t>(
+        Status::InvalidArgument("Purge batch_size must be > 0"), executor_);
+  }
+  auto promise = NewPromise<uint64_t>();
+  if (statuses == 0) {
+    promise.Set(uint64_t{0});
+    return promise.GetFuture();
+  }
+  ControlCommand first;
+  first.kind = ControlCommand::Kind::kPurge;
+  first.purge_statuses = statuses;
+  first.purge_updated_before_us =
+      (clock_->Now() - options.older_than).time_since_epoch().count();
+  first.purge_step = options.batch_size;
+
+  // Each step is its own writer command, so that other work commits between
+  // steps; the next step is sent when the last one committed.
+  struct PurgeRun {
+    RuntimeImpl* runtime;
+    Promise<uint64_t> promise;
+    ControlCommand step;
+    uint64_t deleted = 0;
+  };
+  auto run = std::make_shared<PurgeRun>(PurgeRun{this, promise, first, 0});
+  auto next_step = std::make_shared<std::function<void()>>();
+  *next_step = [run, next_step] {
+    ControlCommand command = run->step;
+    run->runtime->SendControl(std::move(command))
+        .Then([run, next_step](const Result<ControlResult>& result) {
+          if (!result.ok()) {
+            run->promise.Set(result.status());
+            *next_step = nullptr;  // breaks the cycle
+            return;
+          }
+          run->deleted += result->count;
+          if (!result->more) {
+            run->promise.Set(run->deleted);
+            *next_step = nullptr;
+            return;
+          }
+          run->step.purge_cursor_status = result->cursor_status;
+          run->step.purge_cursor_id = result->cursor_id;
+          (*next_step)();
+        });
+  };
+  (*next_step)();
+  return promise.GetFuture();
+}
+
+Status RuntimeImpl::Pause() {
+  return TellScheduler(actors::pause_atom::value, std::string(), true);
+}
+
+Status RuntimeImpl::Resume() {
+  return TellScheduler(actors::pause_atom::value, std::string(), false);
+}
+
+Status RuntimeImpl::PauseType(std::string_view type) {
+  if (type.empty()) return Status::InvalidArgument("PauseType needs a type");
+  return TellScheduler(actors::pause_atom::value, std::string(type), true);
+}
+
+Status RuntimeImpl::ResumeType(std::string_view type) {
+  if (type.empty()) return Status::InvalidArgument("ResumeType needs a type");
+  return TellScheduler(actors::pause_atom::value, std::string(type), false);
+}
+
+Status RuntimeImpl::SetGroupConcurrency(std::string_view group,
+                                        uint32_t max_running) {
+  if (group.empty()) {
+    return Status::InvalidArgument("SetGroupConcurrency needs a group");
+  }
+  return TellScheduler(actors::limit_atom::value, std::string(group),
+                       max_running);
+}
+
+std::optional<double> RuntimeImpl::Progress(TaskId id) {
+  return progress_->Get(id);
+}
+
+Status RuntimeImpl::AddPeriodic(PeriodicTask periodic) {
+  CallGuard guard(this);
+  if (guard.closed()) return ClosedError();
+  if (periodic.name.empty()) {
+    return Status::InvalidArgument("a periodic task needs a name");
+  }
+  std::string what = "periodic task '" + periodic.name + "'";
+  Result<Schedule> schedule = Schedule::Parse(periodic.schedule);
+  if (!schedule.ok()) return schedule.status().WithContext(what);
+  if (schedule->NeverFires()) {
+    return Status::InvalidArgument(what + ": schedule '" + periodic.schedule +
+                                   "' never fires");
+  }
+  // The task is checked now, so that mistakes show at registration.
+  TaskSpec probe = periodic.task;
+  Result<actors::NewTask> prepared = Prepare(probe, what, 0);
+  if (!prepared.ok()) return prepared.status();
+  std::lock_guard<std::mutex> lock(registry_mutex_);
+  if (started_) {
+    return Status::FailedPrecondition(what +
+                                      ": periodic tasks must be added "
+                                      "before Start");
+  }
+  for (const PeriodicTask& existing : periodic_) {
+    if (existing.name == periodic.name) {
+      return Status::FailedPrecondition(what + " is already added");
+    }
+  }
+  periodic_.push_back(std::move(periodic));
+  return Status::OK();
+}
+
+uint64_t RuntimeImpl::Subscribe(
+    std::function<void(const TaskEvent&)> listener) {
+  auto subscriber = std::make_shared<Subscriber>();
+  subscriber->listener = std::move(listener);
+  std::lock_guard<std::mutex> lock(subscribers_mutex_);
+  uint64_t token = next_subscriber_++;
+  subscribers_.emplace(token, std::move(subscriber));
+  subscriber_count_ = subscribers_.size();
+  return token;
+}
+
+void RuntimeImpl::Unsubscribe(uint64_t token) {
+  std::shared_ptr<Subscriber> subscriber;
+  {
+    std::lock_guard<std::mutex> lock(subscribers_mutex_);
+    auto it = subscribers_.find(token);
+    if (it == subscribers_.end()) return;
+    subscriber = std::move(it->second);
+    subscribers_.erase(it);
+    subscriber_count_ = subscribers_.size();
+  }
+  // Waits for a delivery in progress on another thread; later deliveries
+  // see the flag and stop.
+  std::lock_guard<std::recursive_mutex> lock(subscriber->mutex);
+  subscriber->active = false;
+}
+
+void RuntimeImpl::Publish(std::vector<TaskEvent> events) {
+  std::vector<std::shared_ptr<Subscriber>> subscribers;
+  {
+    std::lock_guard<std::mutex> lock(subscribers_mutex_);
+    for (const auto& [token, subscriber] : subscribers_) {
+      subscribers.push_back(subscriber);
+    }
+  }
+  if (subscribers.empty()) return;
+  auto shared =
+      std::make_shared<const std::vector<TaskEvent>>(std::move(events));
+  for (auto& subscriber : subscribers) {
+    executor_->Post([subscriber, shared] {
+      std::lock_guard<std::recursive_mutex> lock(subscriber->mutex);
+      for (const TaskEvent& event : *shared) {
+        if (!subscriber->active) return;
+        subscriber->listener(event);
+      }
+    });
+  }
+}
+
+const char* TaskEventKindName(TaskEvent::Kind kind) {
+  switch (kind) {
+    case TaskEvent::Kind::kEnqueued:
+      return "enqueued";
+    case TaskEvent::Kind::kStarted:
+      return "started";
+    case TaskEvent::Kind::kRetryScheduled:
+      return "retry_scheduled";
+    case TaskEvent::Kind::kSucceeded:
+      return "succeeded";
+    case TaskEvent::Kind::kFailed:
+      return "failed";
+    case TaskEvent::Kind::kCancelled:
+      return "cancelled";
+    case TaskEvent::Kind::kTimedOut:
+      return "timed_out";
+  }
+  return "invalid";
+}
+
+}  // namespace spool
