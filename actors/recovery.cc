@@ -90,8 +90,9 @@ Status LoadSchedulerState(const storage::TaskStore& store,
         storage::ColumnFamily::kMeta, prefix, "",
         [&](std::string_view key, std::string_view value) {
           if (value.size() != 8) return true;
-          std::string_view name = key.substr(prefix.size());
-          if (length_prefixed && !storage::GetKeyString(&name, &name)) {
+          std::string_view rest = key.substr(prefix.size());
+          std::string_view name = rest;
+          if (length_prefixed && !storage::GetKeyString(&rest, &name)) {
             return true;
           }
           (*out)[std::string(name)] =

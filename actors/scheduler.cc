@@ -139,19 +139,34 @@ struct SchedulerState {
     }
   }
 
-  // Takes one attempt from a rate-limited type's budget; blocks the type
-  // until the next attempt is allowed.
+  // The rate as GCRA sees it: one attempt per `interval`, with bursts of up
+  // to the whole count (`burst` of slack).
+  static void RateShape(const RateLimit& rate, int64_t* interval,
+                        int64_t* burst) {
+    int64_t period = std::max<int64_t>(rate.period.count(), 1);
+    *interval = std::max<int64_t>(period / rate.count, 1);
+    *burst = period - *interval;
+  }
+
+  // Blocks a rate-limited type until its next attempt is allowed.
+  void BlockForRate(const std::string& type, int64_t now) {
+    TypeLoad& load = TypeOf(type);
+    if (load.policy.rate_limit.count == 0) return;
+    int64_t interval, burst;
+    RateShape(load.policy.rate_limit, &interval, &burst);
+    load.rate_blocked_until = load.rate_tat_us - burst;
+    RefreshType(type, now);
+  }
+
+  // Takes one attempt from a rate-limited type's budget.
   void SpendRate(const std::string& type, int64_t now) {
     TypeLoad& load = TypeOf(type);
-    const RateLimit& rate = load.policy.rate_limit;
-    if (rate.count == 0) return;
-    int64_t period = std::max<int64_t>(rate.period.count(), 1);
-    int64_t interval = std::max<int64_t>(period / rate.count, 1);
-    int64_t burst = period - interval;
+    if (load.policy.rate_limit.count == 0) return;
+    int64_t interval, burst;
+    RateShape(load.policy.rate_limit, &interval, &burst);
     load.rate_tat_us = std::max(load.rate_tat_us, now) + interval;
-    load.rate_blocked_until = load.rate_tat_us - burst;
     rate_dirty.insert(type);
-    RefreshType(type, now);
+    BlockForRate(type, now);
   }
 
   bool Settling() const {
@@ -403,6 +418,8 @@ void Start(Self self, DispatchConfig& config) {
   for (uint32_t i = 0; i < st.workers.size(); ++i) st.idle_workers.push_back(i);
   for (auto& [type, policy] : config.types) {
     st.TypeOf(type).policy = policy;
+    // A stored rate state may still hold the type back after a restart.
+    st.BlockForRate(type, now);
     st.RefreshType(type, now);
   }
   for (PeriodicPlan& plan : config.periodic) {
