@@ -109,6 +109,12 @@ void Harness::Close() {
   }
 }
 
+void Harness::CloseAbandoningHandlers() {
+  auto closed = Await(runtime_->Close());
+  EXPECT_TRUE(closed.status().IsTimedOut()) << closed.status().ToString();
+  runtime_.reset();
+}
+
 void Harness::Reopen() {
   Close();
   Status s = Runtime::Open(options_, &runtime_);

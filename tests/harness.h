@@ -96,6 +96,9 @@ class Harness {
   // Closes the runtime and opens it again on the same store (disk only).
   void Reopen();
   void Close();
+  // Closes while handlers still run, expecting Close to give up on them
+  // (TimedOut): their tasks stay running on disk.
+  void CloseAbandoningHandlers();
 
   // Registers a handler that records the payload in the journal and
   // succeeds.
