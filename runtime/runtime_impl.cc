@@ -380,6 +380,14 @@ Ticket RuntimeImpl::Enqueue(TaskSpec task) {
 }
 
 BatchTicket RuntimeImpl::EnqueueBatch(std::vector<TaskSpec> tasks) {
+  return EnqueueMany(std::move(tasks), /*chain=*/false);
+}
+
+BatchTicket RuntimeImpl::EnqueueChain(std::vector<TaskSpec> tasks) {
+  return EnqueueMany(std::move(tasks), /*chain=*/true);
+}
+
+BatchTicket RuntimeImpl::EnqueueMany(std::vector<TaskSpec> tasks, bool chain) {
   using Ids = std::vector<TaskId>;
   CallGuard guard(this);
   if (guard.closed()) {
@@ -406,6 +414,11 @@ BatchTicket RuntimeImpl::EnqueueBatch(std::vector<TaskSpec> tasks) {
                         "task " + std::to_string(i) + " of the batch");
     if (!s.ok()) return BatchTicket{{}, Failed<Ids>(s, executor_)};
     ids.push_back(command.tasks[i].id);
+    auto& deps = command.tasks[i].depends_on;
+    if (chain && i > 0 &&
+        std::find(deps.begin(), deps.end(), ids[i - 1]) == deps.end()) {
+      deps.push_back(ids[i - 1]);
+    }
   }
   auto promise = NewPromise<Ids>();
   command.done = [promise](const Result<Ids>& stored) { promise.Set(stored); };

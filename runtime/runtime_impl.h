@@ -38,6 +38,9 @@ class RuntimeImpl final : public Runtime {
   Status Start() override;
   Ticket Enqueue(TaskSpec task) override;
   BatchTicket EnqueueBatch(std::vector<TaskSpec> tasks) override;
+  BatchTicket EnqueueChain(std::vector<TaskSpec> tasks) override;
+  // EnqueueBatch, or EnqueueChain when `chain`.
+  BatchTicket EnqueueMany(std::vector<TaskSpec> tasks, bool chain);
   Future<TaskStatus> Cancel(TaskId id) override;
   Future<uint64_t> CancelGroup(std::string group) override;
   Future<void> Retry(TaskId id, std::optional<RetryPolicy> policy) override;

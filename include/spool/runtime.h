@@ -89,6 +89,12 @@ class Runtime {
   // errors name the offending task by index.
   virtual BatchTicket EnqueueBatch(std::vector<TaskSpec> tasks) = 0;
 
+  // Enqueues tasks that run one after another: each depends on the one
+  // before it (besides its own depends_on), with its on_dependency_failure
+  // policy deciding what a failed step does to the rest (by default: cancel
+  // them). Stored atomically, like EnqueueBatch.
+  virtual BatchTicket EnqueueChain(std::vector<TaskSpec> tasks) = 0;
+
   // The task as stored now. NotFound for an unknown id; Corruption when its
   // record fails verification.
   virtual Future<TaskInfo> GetTask(TaskId id) = 0;
