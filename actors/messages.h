@@ -200,8 +200,17 @@ struct PeriodicPlan {
   Schedule schedule;
   // The id is assigned per slot.
   NewTask task;
-  bool catch_up = true;
+  // The first slot to enqueue (computed at Start from the stored last slot
+  // and the catch-up rule); later ones follow the schedule.
+  int64_t first_slot_us = 0;
 };
+
+// The first slot a periodic task enqueues at start: the latest slot missed
+// since `last_stored_slot_us` (when catching up), else the next after `now`.
+// INT64_MAX when it never fires again.
+int64_t FirstPeriodicSlot(const Schedule& schedule, bool catch_up,
+                          std::optional<int64_t> last_stored_slot_us,
+                          int64_t now_us);
 
 // Meta values to store with the next commit (e.g. rate-limit state).
 struct MetaUpdate {

@@ -423,22 +423,8 @@ void Start(Self self, DispatchConfig& config) {
     st.RefreshType(type, now);
   }
   for (PeriodicPlan& plan : config.periodic) {
-    auto stored = st.config.recovered.periodic_slots.find(plan.name);
-    int64_t last = stored == st.config.recovered.periodic_slots.end()
-                       ? std::numeric_limits<int64_t>::min()
-                       : stored->second;
-    int64_t from = std::max(last, now);
-    if (plan.catch_up && last != std::numeric_limits<int64_t>::min()) {
-      // The latest slot missed while the runtime was down, if any: it is due
-      // at once (EnqueueDueSlots skips to the latest).
-      auto missed = plan.schedule.NextAfter(Timestamp(Duration(last)));
-      if (missed && missed->time_since_epoch().count() <= now) {
-        from = missed->time_since_epoch().count() - 1;
-      }
-    }
-    auto next = plan.schedule.NextAfter(Timestamp(Duration(from)));
-    int64_t next_slot = next ? next->time_since_epoch().count() : kNever;
-    st.periodic.push_back(PeriodicState{std::move(plan), next_slot});
+    int64_t first = plan.first_slot_us;
+    st.periodic.push_back(PeriodicState{std::move(plan), first});
   }
   st.started = true;
   ScheduleDispatch(self);
@@ -526,6 +512,23 @@ scheduler_actor::behavior_type SchedulerBehavior(Self self,
 }
 
 }  // namespace
+
+int64_t FirstPeriodicSlot(const Schedule& schedule, bool catch_up,
+                          std::optional<int64_t> last_stored_slot_us,
+                          int64_t now_us) {
+  auto micros = [](std::optional<Timestamp> t) {
+    return t ? t->time_since_epoch().count() : kNever;
+  };
+  if (catch_up && last_stored_slot_us) {
+    int64_t missed =
+        micros(schedule.NextAfter(Timestamp(Duration(*last_stored_slot_us))));
+    // Due at once; EnqueueDueSlots moves on to the latest slot that came.
+    if (missed <= now_us) return missed;
+  }
+  int64_t from =
+      last_stored_slot_us ? std::max(*last_stored_slot_us, now_us) : now_us;
+  return micros(schedule.NextAfter(Timestamp(Duration(from))));
+}
 
 std::string RateStateKey(std::string_view type) {
   std::string key = "rate/";

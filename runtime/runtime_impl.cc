@@ -156,6 +156,7 @@ Status RuntimeImpl::OpenInternal() {
   scheduler_config.writer = writer_;
   scheduler_config.clock = clock_;
   scheduler_config.recovered = recovery_result.value();
+  periodic_slots_ = recovery_result->periodic_slots;
   scheduler_config.group_concurrency = options_.group_concurrency;
   scheduler_config.progress = progress_;
   scheduler_config.allocate_id = [this] { return next_id_.fetch_add(1); };
@@ -239,9 +240,16 @@ Status RuntimeImpl::Start() {
     Result<actors::NewTask> task =
         Prepare(periodic.task, "periodic task '" + periodic.name + "'", now);
     if (!task.ok()) return task.status();
-    dispatch.periodic.push_back(
-        actors::PeriodicPlan{periodic.name, *Schedule::Parse(periodic.schedule),
-                             std::move(task).value(), periodic.catch_up});
+    Schedule schedule = *Schedule::Parse(periodic.schedule);
+    std::optional<int64_t> last;
+    if (auto it = periodic_slots_.find(periodic.name);
+        it != periodic_slots_.end()) {
+      last = it->second;
+    }
+    int64_t first =
+        actors::FirstPeriodicSlot(schedule, periodic.catch_up, last, now);
+    dispatch.periodic.push_back(actors::PeriodicPlan{
+        periodic.name, std::move(schedule), std::move(task).value(), first});
   }
   started_ = true;
   for (int i = 0; i < options_.workers; ++i) {

@@ -128,6 +128,8 @@ class RuntimeImpl final : public Runtime {
   std::shared_ptr<const actors::HandlerRegistry> registry_;
   std::atomic<bool> started_{false};
   std::vector<PeriodicTask> periodic_;
+  // The last stored slot of each periodic task, as found at open.
+  std::unordered_map<std::string, int64_t> periodic_slots_;
 
   std::shared_ptr<ProgressBoard> progress_ = std::make_shared<ProgressBoard>();
 
