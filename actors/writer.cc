@@ -75,6 +75,10 @@ struct WriterState {
   static inline const char* name = "spool.writer";
 
   WriterConfig config;
+  // The store was closed after a failed commit and could not be reopened;
+  // every batch tries again first (at most once per kReopenInterval).
+  bool store_closed = false;
+  std::chrono::steady_clock::time_point last_reopen;
   scheduler_actor scheduler;
   change_listener_actor change_listener;
   Batch batch;
@@ -702,6 +706,58 @@ struct WriterState {
 
 using Self = writer_actor::stateful_pointer<WriterState>;
 
+constexpr auto kReopenInterval = std::chrono::milliseconds(50);
+
+// Reopens the store after a failure. RocksDB refuses every write after a
+// WAL write or sync error until then, and a retry on the same instance can
+// even trip an assertion (storage/fault_env_test.cc).
+Status ReopenStore(WriterState& st) {
+  st.last_reopen = std::chrono::steady_clock::now();
+  Status s = st.config.store->Reopen();
+  st.store_closed = !s.ok();
+  if (s.ok()) {
+    st.log->warn("storage reopened after a write failure");
+  } else {
+    st.log->error("reopening storage after a write failure failed: {}",
+                  s.ToString());
+  }
+  return s;
+}
+
+// Commits the batch; after an I/O error, reopens the store and tells from
+// the stored batch number whether the batch reached the disk anyway (its
+// write landed, then the sync failed).
+Status CommitToStore(WriterState& st, storage::WriteTxn* txn) {
+  if (st.store_closed) {
+    if (std::chrono::steady_clock::now() - st.last_reopen < kReopenInterval) {
+      return Status::IOError(
+          "storage is closed after a write failure; "
+          "reopening it is being retried");
+    }
+    Status s = ReopenStore(st);
+    if (!s.ok())
+      return s.WithContext("storage is closed after a write failure");
+  }
+  uint64_t before = st.config.store->committed_batches();
+  Status status = st.config.store->Commit(txn);
+  if (!status.IsIOError()) return status;
+  Status reopened = ReopenStore(st);
+  if (!reopened.ok()) {
+    return status.WithContext("and reopening storage failed (" +
+                              reopened.ToString() + ")");
+  }
+  if (st.config.store->committed_batches() == before + 1) {
+    // The batch was in the log; reopening replayed it and flushed it to a
+    // synced table file. A flush makes sure of that before anyone is told.
+    Status flushed = st.config.store->Flush();
+    if (!flushed.ok()) return status;
+    st.log->warn("a commit reported an error but reached the disk: {}",
+                 status.ToString());
+    return Status::OK();
+  }
+  return status;
+}
+
 void CommitBatch(Self self) {
   auto& st = self->state;
   Batch batch = std::move(st.batch);
@@ -712,7 +768,7 @@ void CommitBatch(Self self) {
   auto started = std::chrono::steady_clock::now();
   if (status.ok() && batch.txn && !batch.txn->empty()) {
     if (st.config.before_commit) st.config.before_commit();
-    status = st.config.store->Commit(batch.txn.get());
+    status = CommitToStore(st, batch.txn.get());
   }
   if (st.log->should_log(spdlog::level::debug)) {
     double ms = std::chrono::duration<double, std::milli>(

@@ -29,6 +29,13 @@ constexpr const char* kMetaSchemaVersion = "schema_version";
 constexpr const char* kMetaReservedIds = "reserved_ids";
 constexpr const char* kMetaNextSequence = "next_sequence";
 constexpr const char* kMetaCountsDirty = "counts_dirty";
+constexpr const char* kMetaCommittedBatches = "committed_batches";
+
+Status StoreClosed(const std::string& path) {
+  return Status::IOError("storage " + path +
+                         " is closed after a failure and could not be "
+                         "reopened");
+}
 
 std::string CountKey(size_t status) {
   return "count/" +
@@ -144,17 +151,31 @@ std::vector<IndexEntry> IndexEntriesOf(const TaskRecord& record) {
 
 TaskStore::TaskStore(const StoreOptions& options) : options_(options) {}
 
-TaskStore::~TaskStore() {
-  if (db_) {
-    for (auto* handle : handles_) {
-      if (handle != nullptr) db_->DestroyColumnFamilyHandle(handle);
-    }
-    if (default_handle_ != nullptr) {
-      db_->DestroyColumnFamilyHandle(default_handle_);
-    }
-    db_->Close().PermitUncheckedError();
-    db_.reset();
+TaskStore::~TaskStore() { CloseDb(); }
+
+void TaskStore::CloseDb() {
+  if (!db_) return;
+  for (auto*& handle : handles_) {
+    if (handle != nullptr) db_->DestroyColumnFamilyHandle(handle);
+    handle = nullptr;
   }
+  if (default_handle_ != nullptr) {
+    db_->DestroyColumnFamilyHandle(default_handle_);
+    default_handle_ = nullptr;
+  }
+  // A close after a write failure reports it again; there is nothing more
+  // to do about it here.
+  db_->Close().PermitUncheckedError();
+  db_.reset();
+}
+
+Status TaskStore::Reopen() {
+  std::unique_lock<std::shared_mutex> lock(db_mutex_);
+  CloseDb();
+  Status s = OpenDb();
+  if (s.ok()) s = LoadMeta();
+  if (!s.ok()) CloseDb();
+  return s;
 }
 
 Status TaskStore::Open(const StoreOptions& options,
@@ -295,20 +316,24 @@ Status TaskStore::LoadMeta() {
   };
   Status s = load_u64(kMetaReservedIds, &reserved_ids_);
   if (s.ok()) s = load_u64(kMetaNextSequence, &next_sequence_);
+  if (s.ok()) s = load_u64(kMetaCommittedBatches, &committed_batches_);
   for (size_t i = 0; s.ok() && i < kTaskStatusCount; ++i) {
     s = load_u64(CountKey(i), &counts_[i]);
   }
   if (s.ok()) {
-    s = Scan(ColumnFamily::kMeta, kTypeCountPrefix, "",
-             [&](std::string_view key, std::string_view v) {
-               std::string_view type;
-               TaskStatus status;
-               if (DecodeTypeCountKey(key, &type, &status) && v.size() == 8) {
-                 type_counts_[std::string(type)][static_cast<size_t>(status)] =
-                     GetBigEndian64(v.data());
-               }
-               return true;
-             });
+    type_counts_.clear();
+    s = ScanLocked(
+        ColumnFamily::kMeta, kTypeCountPrefix, "",
+        [&](std::string_view key, std::string_view v) {
+          std::string_view type;
+          TaskStatus status;
+          if (DecodeTypeCountKey(key, &type, &status) && v.size() == 8) {
+            type_counts_[std::string(type)][static_cast<size_t>(status)] =
+                GetBigEndian64(v.data());
+          }
+          return true;
+        },
+        nullptr);
   }
   if (!s.ok()) return s;
 
@@ -325,8 +350,11 @@ namespace {
 using ExpectedIndexes = std::array<std::map<std::string, std::string>,
                                    static_cast<size_t>(ColumnFamily::kCount)>;
 
-Status ExpectedFromRecords(const TaskStore& store, ExpectedIndexes* expected) {
-  return store.ForEachRecord([&](TaskId id, std::string_view bytes) {
+Status ExpectedFromRecords(
+    const std::function<Status(
+        const std::function<Status(TaskId, std::string_view)>&)>& for_each,
+    ExpectedIndexes* expected) {
+  return for_each([&](TaskId id, std::string_view bytes) {
     TaskRecord record;
     if (DecodeRecord(id, bytes, &record).ok()) {
       for (IndexEntry& e : IndexEntriesOf(record)) {
@@ -342,8 +370,16 @@ Status ExpectedFromRecords(const TaskStore& store, ExpectedIndexes* expected) {
 
 Status TaskStore::CheckIndexes(size_t* mismatches,
                                std::vector<std::string>* problems) const {
+  std::shared_lock<std::shared_mutex> lock(db_mutex_);
+  if (!db_) return StoreClosed(options_.path);
+  return CheckIndexesLocked(mismatches, problems);
+}
+
+Status TaskStore::CheckIndexesLocked(size_t* mismatches,
+                                     std::vector<std::string>* problems) const {
   ExpectedIndexes expected;
-  Status s = ExpectedFromRecords(*this, &expected);
+  Status s = ExpectedFromRecords(
+      [this](const auto& fn) { return ForEachRecordLocked(fn); }, &expected);
   if (!s.ok()) return s;
   *mismatches = 0;
   auto report = [&](ColumnFamily family, std::string_view what,
@@ -364,16 +400,19 @@ Status TaskStore::CheckIndexes(size_t* mismatches,
     auto family = static_cast<ColumnFamily>(f);
     if (!IsIndexFamily(family)) continue;
     auto& want = expected[f];
-    s = Scan(family, "", "", [&](std::string_view key, std::string_view value) {
-      auto it = want.find(std::string(key));
-      if (it == want.end()) {
-        report(family, "entry without a record", key);
-      } else {
-        if (it->second != value) report(family, "wrong value for", key);
-        want.erase(it);
-      }
-      return true;
-    });
+    s = ScanLocked(
+        family, "", "",
+        [&](std::string_view key, std::string_view value) {
+          auto it = want.find(std::string(key));
+          if (it == want.end()) {
+            report(family, "entry without a record", key);
+          } else {
+            if (it->second != value) report(family, "wrong value for", key);
+            want.erase(it);
+          }
+          return true;
+        },
+        nullptr);
     if (!s.ok()) return s;
     for (const auto& [key, value] : want) {
       report(family, "missing entry", key);
@@ -384,27 +423,31 @@ Status TaskStore::CheckIndexes(size_t* mismatches,
 
 Status TaskStore::RepairIndexes() {
   ExpectedIndexes expected;
-  Status s = ExpectedFromRecords(*this, &expected);
+  Status s = ExpectedFromRecords(
+      [this](const auto& fn) { return ForEachRecordLocked(fn); }, &expected);
   if (!s.ok()) return s;
   rocksdb::WriteBatch batch;
   for (size_t f = 0; f < expected.size(); ++f) {
     auto family = static_cast<ColumnFamily>(f);
     if (!IsIndexFamily(family)) continue;
     auto& want = expected[f];
-    s = Scan(family, "", "", [&](std::string_view key, std::string_view value) {
-      auto it = want.find(std::string(key));
-      rocksdb::Slice k(key.data(), key.size());
-      if (it == want.end()) {
-        batch.SingleDelete(Handle(family), k);
-      } else {
-        if (it->second != value) {
-          batch.SingleDelete(Handle(family), k);
-          batch.Put(Handle(family), k, it->second);
-        }
-        want.erase(it);
-      }
-      return true;
-    });
+    s = ScanLocked(
+        family, "", "",
+        [&](std::string_view key, std::string_view value) {
+          auto it = want.find(std::string(key));
+          rocksdb::Slice k(key.data(), key.size());
+          if (it == want.end()) {
+            batch.SingleDelete(Handle(family), k);
+          } else {
+            if (it->second != value) {
+              batch.SingleDelete(Handle(family), k);
+              batch.Put(Handle(family), k, it->second);
+            }
+            want.erase(it);
+          }
+          return true;
+        },
+        nullptr);
     if (!s.ok()) return s;
     for (const auto& [key, value] : want) batch.Put(Handle(family), key, value);
   }
@@ -418,7 +461,7 @@ Status TaskStore::RepairIndexes() {
 Status TaskStore::RebuildCounts() {
   std::array<uint64_t, kTaskStatusCount> counts{};
   TypeCounts type_counts;
-  Status s = ForEachRecord([&](TaskId id, std::string_view bytes) {
+  Status s = ForEachRecordLocked([&](TaskId id, std::string_view bytes) {
     const fb::TaskRecord* table = nullptr;
     if (VerifyRecord(id, bytes, &table).ok()) {
       auto status = static_cast<size_t>(table->status());
@@ -454,6 +497,13 @@ Status TaskStore::RebuildCounts() {
 
 Status TaskStore::GetRaw(TaskId id, std::string* bytes,
                          const rocksdb::Snapshot* snapshot) const {
+  std::shared_lock<std::shared_mutex> lock(db_mutex_);
+  if (!db_) return StoreClosed(options_.path);
+  return GetRawLocked(id, bytes, snapshot);
+}
+
+Status TaskStore::GetRawLocked(TaskId id, std::string* bytes,
+                               const rocksdb::Snapshot* snapshot) const {
   rocksdb::ReadOptions ro;
   ro.snapshot = snapshot;
   rocksdb::Status rs =
@@ -467,6 +517,14 @@ Status TaskStore::GetRaw(TaskId id, std::string* bytes,
 Status TaskStore::GetEntry(ColumnFamily family, std::string_view key,
                            std::string* value,
                            const rocksdb::Snapshot* snapshot) const {
+  std::shared_lock<std::shared_mutex> lock(db_mutex_);
+  if (!db_) return StoreClosed(options_.path);
+  return GetEntryLocked(family, key, value, snapshot);
+}
+
+Status TaskStore::GetEntryLocked(ColumnFamily family, std::string_view key,
+                                 std::string* value,
+                                 const rocksdb::Snapshot* snapshot) const {
   rocksdb::ReadOptions ro;
   ro.snapshot = snapshot;
   rocksdb::Status rs = db_->Get(ro, Handle(family),
@@ -478,6 +536,14 @@ Status TaskStore::GetEntry(ColumnFamily family, std::string_view key,
 Status TaskStore::Scan(ColumnFamily family, std::string_view prefix,
                        std::string_view start, const IndexVisitor& visit,
                        const rocksdb::Snapshot* snapshot) const {
+  std::shared_lock<std::shared_mutex> lock(db_mutex_);
+  if (!db_) return StoreClosed(options_.path);
+  return ScanLocked(family, prefix, start, visit, snapshot);
+}
+
+Status TaskStore::ScanLocked(ColumnFamily family, std::string_view prefix,
+                             std::string_view start, const IndexVisitor& visit,
+                             const rocksdb::Snapshot* snapshot) const {
   rocksdb::ReadOptions ro;
   ro.snapshot = snapshot;
   // The upper bound stops the iterator at the prefix's end, even over
@@ -499,25 +565,37 @@ Status TaskStore::Scan(ColumnFamily family, std::string_view prefix,
                    std::string("scanning ") + ColumnFamilyName(family));
 }
 
-TaskStore::ReadView::~ReadView() { store_->db_->ReleaseSnapshot(snapshot_); }
+TaskStore::ReadView::ReadView(const TaskStore* store,
+                              std::shared_lock<std::shared_mutex> lock)
+    : store_(store), lock_(std::move(lock)) {
+  if (store_->db_) snapshot_ = store_->db_->GetSnapshot();
+}
+
+TaskStore::ReadView::~ReadView() {
+  if (snapshot_ != nullptr) store_->db_->ReleaseSnapshot(snapshot_);
+}
 
 Status TaskStore::ReadView::GetRaw(TaskId id, std::string* bytes) const {
-  return store_->GetRaw(id, bytes, snapshot_);
+  if (snapshot_ == nullptr) return StoreClosed(store_->options_.path);
+  return store_->GetRawLocked(id, bytes, snapshot_);
 }
 
 Status TaskStore::ReadView::GetEntry(ColumnFamily family, std::string_view key,
                                      std::string* value) const {
-  return store_->GetEntry(family, key, value, snapshot_);
+  if (snapshot_ == nullptr) return StoreClosed(store_->options_.path);
+  return store_->GetEntryLocked(family, key, value, snapshot_);
 }
 
 Status TaskStore::ReadView::Scan(ColumnFamily family, std::string_view prefix,
                                  std::string_view start,
                                  const IndexVisitor& visit) const {
-  return store_->Scan(family, prefix, start, visit, snapshot_);
+  if (snapshot_ == nullptr) return StoreClosed(store_->options_.path);
+  return store_->ScanLocked(family, prefix, start, visit, snapshot_);
 }
 
 Status TaskStore::ReadView::CountByStatus(
     std::array<uint64_t, kTaskStatusCount>* counts) const {
+  if (snapshot_ == nullptr) return StoreClosed(store_->options_.path);
   rocksdb::ReadOptions ro;
   ro.snapshot = snapshot_;
   std::vector<rocksdb::ColumnFamilyHandle*> families(
@@ -564,7 +642,8 @@ Status TaskStore::ReadView::CountByType(TypeCounts* counts) const {
 }
 
 std::unique_ptr<TaskStore::ReadView> TaskStore::NewReadView() const {
-  return std::unique_ptr<ReadView>(new ReadView(this, db_->GetSnapshot()));
+  return std::unique_ptr<ReadView>(
+      new ReadView(this, std::shared_lock<std::shared_mutex>(db_mutex_)));
 }
 
 Status TaskStore::ForEachIndexEntry(
@@ -580,14 +659,27 @@ Status TaskStore::ForEachIndexEntry(
 
 Status TaskStore::ForEachRecord(
     const std::function<Status(TaskId, std::string_view)>& fn) const {
-  return ForEachIndexEntry(
-      ColumnFamily::kTasks, [&](std::string_view key, std::string_view value) {
+  std::shared_lock<std::shared_mutex> lock(db_mutex_);
+  if (!db_) return StoreClosed(options_.path);
+  return ForEachRecordLocked(fn);
+}
+
+Status TaskStore::ForEachRecordLocked(
+    const std::function<Status(TaskId, std::string_view)>& fn) const {
+  Status inner;
+  Status s = ScanLocked(
+      ColumnFamily::kTasks, "", "",
+      [&](std::string_view key, std::string_view value) {
         TaskId id = 0;
         if (!DecodeTaskKey(key, &id)) {
-          return Status::Corruption("tasks family holds a malformed key");
+          inner = Status::Corruption("tasks family holds a malformed key");
+        } else {
+          inner = fn(id, value);
         }
-        return fn(id, value);
-      });
+        return inner.ok();
+      },
+      nullptr);
+  return inner.ok() ? s : inner;
 }
 
 namespace {
@@ -599,6 +691,8 @@ bool SameSlot(const IndexEntry& a, const IndexEntry& b) {
 }  // namespace
 
 Status TaskStore::Commit(WriteTxn* txn) {
+  std::shared_lock<std::shared_mutex> lock(db_mutex_);
+  if (!db_) return StoreClosed(options_.path);
   rocksdb::WriteBatch batch;
   auto counts = counts_;
   // Changed per-type counts, as deltas, applied only if the write succeeds.
@@ -659,7 +753,7 @@ Status TaskStore::Commit(WriteTxn* txn) {
 
   for (auto& [id, known] : txn->quarantined_) {
     std::string bytes;
-    Status s = GetRaw(id, &bytes);
+    Status s = GetRawLocked(id, &bytes, nullptr);
     if (s.ok()) {
       batch.Put(Handle(ColumnFamily::kCorrupt), TaskKey(id), bytes);
       batch.Delete(Handle(ColumnFamily::kTasks), TaskKey(id));
@@ -711,10 +805,16 @@ Status TaskStore::Commit(WriteTxn* txn) {
     type_updates.emplace_back(type, next);
   }
 
+  // Numbered, so that after a failure the writer can tell from the stored
+  // number whether this batch reached the disk anyway.
+  batch.Put(Handle(ColumnFamily::kMeta), kMetaCommittedBatches,
+            BigEndian64(committed_batches_ + 1));
+
   rocksdb::WriteOptions wo;
   wo.sync = options_.durability == Durability::kSync;
   Status s = FromRocks(db_->Write(wo, &batch), "committing a write batch");
   if (!s.ok()) return s;
+  ++committed_batches_;
   counts_ = counts;
   for (auto& [type, next] : type_updates) type_counts_[type] = next;
   next_sequence_ = txn->next_sequence_;
@@ -723,6 +823,8 @@ Status TaskStore::Commit(WriteTxn* txn) {
 }
 
 Status TaskStore::Flush() {
+  std::shared_lock<std::shared_mutex> lock(db_mutex_);
+  if (!db_) return StoreClosed(options_.path);
   rocksdb::FlushOptions fo;
   fo.wait = true;
   std::vector<rocksdb::ColumnFamilyHandle*> families(handles_.begin(),
@@ -731,6 +833,8 @@ Status TaskStore::Flush() {
 }
 
 Status TaskStore::PutRawForTesting(TaskId id, std::string_view bytes) {
+  std::shared_lock<std::shared_mutex> lock(db_mutex_);
+  if (!db_) return StoreClosed(options_.path);
   rocksdb::WriteOptions wo;
   wo.sync = options_.durability == Durability::kSync;
   return FromRocks(db_->Put(wo, Handle(ColumnFamily::kTasks), TaskKey(id),

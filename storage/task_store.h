@@ -33,6 +33,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <shared_mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -159,10 +160,12 @@ class TaskStore {
 
    private:
     friend class TaskStore;
-    ReadView(const TaskStore* store, const rocksdb::Snapshot* snapshot)
-        : store_(store), snapshot_(snapshot) {}
+    ReadView(const TaskStore* store, std::shared_lock<std::shared_mutex> lock);
     const TaskStore* store_;
-    const rocksdb::Snapshot* snapshot_;
+    // Keeps the store from being reopened under the view.
+    std::shared_lock<std::shared_mutex> lock_;
+    // Null when the store is closed after a failure.
+    const rocksdb::Snapshot* snapshot_ = nullptr;
   };
   std::unique_ptr<ReadView> NewReadView() const;
 
@@ -199,6 +202,18 @@ class TaskStore {
   // Flushes the memtables to disk so that the next open replays little log.
   Status Flush();
 
+  // Closes RocksDB and opens it again, reloading the meta state. After a
+  // write or sync failure RocksDB refuses every later write until then (see
+  // storage/fault_env_test.cc). Waits for reads in progress; reads that
+  // start meanwhile wait for it. On failure the store stays closed: every
+  // call returns IOError until a Reopen succeeds.
+  Status Reopen();
+
+  // Batches committed so far, as stored. After a failed Commit and a
+  // successful Reopen, one more than before means the batch reached the
+  // disk despite the error (written, then the sync failed).
+  uint64_t committed_batches() const { return committed_batches_; }
+
   // ---- For tests and tools ----
 
   // Overwrites a record's raw bytes, bypassing verification and indexes.
@@ -208,7 +223,21 @@ class TaskStore {
   friend class WriteTxn;
   explicit TaskStore(const StoreOptions& options);
   Status OpenDb();
+  void CloseDb();
   Status LoadMeta();
+  // The bodies of the public reads, for callers that hold db_mutex_.
+  Status GetRawLocked(TaskId id, std::string* bytes,
+                      const rocksdb::Snapshot* snapshot) const;
+  Status GetEntryLocked(ColumnFamily family, std::string_view key,
+                        std::string* value,
+                        const rocksdb::Snapshot* snapshot) const;
+  Status ScanLocked(ColumnFamily family, std::string_view prefix,
+                    std::string_view start, const IndexVisitor& visit,
+                    const rocksdb::Snapshot* snapshot) const;
+  Status ForEachRecordLocked(
+      const std::function<Status(TaskId id, std::string_view bytes)>& fn) const;
+  Status CheckIndexesLocked(size_t* mismatches,
+                            std::vector<std::string>* problems) const;
   Status RebuildCounts();
   // Makes every index family match the records (after a record was set
   // aside, its index entries are not all known).
@@ -219,6 +248,8 @@ class TaskStore {
 
   StoreOptions options_;
   std::unique_ptr<rocksdb::Env> owned_env_;
+  // Shared by every call that uses db_, exclusive for Reopen.
+  mutable std::shared_mutex db_mutex_;
   std::unique_ptr<rocksdb::DB> db_;
   std::array<rocksdb::ColumnFamilyHandle*,
              static_cast<size_t>(ColumnFamily::kCount)>
@@ -228,6 +259,7 @@ class TaskStore {
   // Writer-owned state, mirrored in `meta`.
   uint64_t reserved_ids_ = 1;
   uint64_t next_sequence_ = 1;
+  uint64_t committed_batches_ = 0;
   std::array<uint64_t, kTaskStatusCount> counts_{};
   TypeCounts type_counts_;
 };
