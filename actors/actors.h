@@ -53,6 +53,8 @@ using scheduler_actor = caf::typed_actor<
     caf::reacts_to<pause_atom, std::string, bool>,
     // Sets a group's concurrency limit (0: back to the default).
     caf::reacts_to<limit_atom, std::string, uint32_t>,
+    // Opens (true) or closes a gate.
+    caf::reacts_to<gate_atom, std::string, bool>,
     // Internal: sends the claims and outcomes gathered since the last one.
     caf::reacts_to<dispatch_atom>>;
 

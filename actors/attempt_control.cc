@@ -64,6 +64,16 @@ std::optional<Duration> AttemptControl::retry_delay() const {
   return retry_delay_;
 }
 
+void AttemptControl::DeferUntilOpen(std::string gate) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  deferred_gate_ = std::move(gate);
+}
+
+std::optional<std::string> AttemptControl::deferred_gate() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return deferred_gate_;
+}
+
 }  // namespace internal
 
 // TaskContext forwards to the attempt's control. A context without one (never
@@ -87,6 +97,10 @@ void TaskContext::HandOff(std::string reference) {
 
 void TaskContext::SetRetryDelay(Duration delay) {
   if (control_ != nullptr) control_->SetRetryDelay(delay);
+}
+
+void TaskContext::DeferUntilOpen(std::string gate) {
+  if (control_ != nullptr) control_->DeferUntilOpen(std::move(gate));
 }
 
 }  // namespace spool

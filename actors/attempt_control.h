@@ -53,6 +53,9 @@ class AttemptControl {
   void SetRetryDelay(Duration delay);
   std::optional<Duration> retry_delay() const;
 
+  void DeferUntilOpen(std::string gate);
+  std::optional<std::string> deferred_gate() const;
+
  private:
   const TaskId id_;
   const std::shared_ptr<ProgressBoard> progress_;
@@ -61,6 +64,7 @@ class AttemptControl {
   mutable std::condition_variable cancelled_cv_;
   std::optional<std::string> handoff_;
   std::optional<Duration> retry_delay_;
+  std::optional<std::string> deferred_gate_;
 };
 
 }  // namespace internal

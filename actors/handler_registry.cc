@@ -96,6 +96,12 @@ Outcome RunAttempt(const HandlerRegistry& registry,
   TaskContext context = TaskContextBuilder::For(record, payload, control);
   outcome.status =
       Guarded("the handler", [&] { return entry.handler(context); });
+  if (control != nullptr) {
+    if (auto gate = control->deferred_gate()) {
+      outcome.deferred_until_gate = std::move(gate);
+      return outcome;
+    }
+  }
   if (outcome.status.ok()) {
     if (control != nullptr) outcome.handoff_reference = control->handoff();
     return outcome;

@@ -54,6 +54,7 @@ using meta_atom = caf::atom_constant<caf::atom("meta")>;
 using pause_atom = caf::atom_constant<caf::atom("pause")>;
 using limit_atom = caf::atom_constant<caf::atom("limit")>;
 using periodic_atom = caf::atom_constant<caf::atom("periodic")>;
+using gate_atom = caf::atom_constant<caf::atom("gate")>;
 
 // ---- Payloads ----
 
@@ -178,6 +179,9 @@ struct Outcome {
   std::optional<std::string> handoff_reference;
   // The retry delay the handler asked for, overriding the policy.
   std::optional<int64_t> delay_us;
+  // The handler deferred the task until this gate opens: the attempt does
+  // not count and the task goes back to the queue.
+  std::optional<std::string> deferred_until_gate;
 };
 
 // Records the interrupted attempts of tasks a crash left running.
@@ -192,6 +196,8 @@ struct TypePolicy {
   // 0: no limit beyond the number of workers.
   uint32_t max_concurrent = 0;
   RateLimit rate_limit;
+  // Gates that must be open for its tasks to start.
+  std::vector<std::string> requires_gates;
 };
 
 // One periodic task: its schedule and the task each slot enqueues.

@@ -156,6 +156,14 @@ std::optional<QueueEntry> ReadyQueue::PopNext() {
   return entry;
 }
 
+std::vector<std::string> ReadyQueue::ReadyTypes() const {
+  std::vector<std::string> types;
+  for (const auto& [name, type] : types_) {
+    if (type->lane_count != 0) types.push_back(name);
+  }
+  return types;
+}
+
 std::optional<int64_t> ReadyQueue::NextDueTime() const {
   if (timed_.empty()) return std::nullopt;
   return std::get<0>(*timed_.begin());

@@ -67,6 +67,8 @@ class ReadyQueue {
   bool ready_empty() const { return ready_count_ == 0; }
   // True when some ready task is of an unblocked type and group.
   bool has_runnable() const { return !types_by_head_.empty(); }
+  // The types that have ready tasks, blocked or not.
+  std::vector<std::string> ReadyTypes() const;
 
  private:
   struct ReadyOrder {

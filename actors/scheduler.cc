@@ -72,6 +72,8 @@ struct SchedulerState {
   std::unordered_map<std::string, GroupLoad> groups;
   std::unordered_set<std::string> paused_types;
   bool paused = false;
+  // Closed gates; every gate not listed is open.
+  std::unordered_set<std::string> closed_gates;
   // Types whose rate state changed since it was last sent for storage.
   std::unordered_set<std::string> rate_dirty;
   std::vector<PeriodicState> periodic;
@@ -116,7 +118,24 @@ struct SchedulerState {
     bool at_limit = load.policy.max_concurrent != 0 &&
                     load.active >= load.policy.max_concurrent;
     bool rate_limited = load.rate_blocked_until > now;
-    queue.SetTypeBlocked(type, load.paused || at_limit || rate_limited);
+    bool gated = false;
+    for (const std::string& gate : load.policy.requires_gates) {
+      gated |= closed_gates.count(gate) != 0;
+    }
+    queue.SetTypeBlocked(type,
+                         load.paused || at_limit || rate_limited || gated);
+  }
+
+  void SetGate(const std::string& gate, bool open, int64_t now) {
+    bool changed =
+        open ? closed_gates.erase(gate) != 0 : closed_gates.insert(gate).second;
+    if (!changed) return;
+    for (auto& [type, load] : types) {
+      const auto& gates = load.policy.requires_gates;
+      if (std::find(gates.begin(), gates.end(), gate) != gates.end()) {
+        RefreshType(type, now);
+      }
+    }
   }
 
   void RefreshGroup(const std::string& group) {
@@ -177,7 +196,23 @@ struct SchedulerState {
     return claims_in_flight == 0 && running.empty() && !Settling();
   }
 
-  bool Drained() const { return queue.ready_empty() && Quiet(); }
+  // Nothing can run: no ready task except ones held back until someone acts
+  // (paused, or behind a closed gate). Tasks held only by a rate limit will
+  // run on their own, so they keep a drain waiting.
+  bool Drained() const {
+    if (!Quiet()) return false;
+    if (queue.ready_empty() || paused) return true;
+    for (const std::string& type : queue.ReadyTypes()) {
+      auto it = types.find(type);
+      if (it == types.end()) return false;
+      bool gated = false;
+      for (const std::string& gate : it->second.policy.requires_gates) {
+        gated |= closed_gates.count(gate) != 0;
+      }
+      if (!it->second.paused && !gated) return false;
+    }
+    return true;
+  }
 
   // The earliest time something is due: a timed task, a rate-limited type,
   // or a periodic slot.
@@ -445,7 +480,11 @@ void OnOutcome(Self self, uint32_t worker, Outcome& outcome) {
   st.running.erase(it);
   done.control->ClearProgress();
   if (!done.timed_out) {
-    st.Count(done.type, done.group, -1, st.NowMicros());
+    int64_t now = st.NowMicros();
+    if (outcome.deferred_until_gate) {
+      st.SetGate(*outcome.deferred_until_gate, /*open=*/false, now);
+    }
+    st.Count(done.type, done.group, -1, now);
     st.outcomes_to_send.push_back(std::move(outcome));
   }
   ScheduleDispatch(self);
@@ -505,6 +544,10 @@ scheduler_actor::behavior_type SchedulerBehavior(Self self,
         auto& s = self->state;
         s.groups[group].limit = limit;
         s.RefreshGroup(group);
+        ScheduleDispatch(self);
+      },
+      [self](gate_atom, const std::string& gate, bool open) {
+        self->state.SetGate(gate, open, self->state.NowMicros());
         ScheduleDispatch(self);
       },
       [self](dispatch_atom) { Dispatch(self); },

@@ -189,6 +189,15 @@ bool OutcomeMatches(const storage::TaskRecord& record, const Outcome& outcome) {
 
 void Settle(storage::TaskRecord* record, const Outcome& outcome, int64_t now_us,
             double unit_random) {
+  if (outcome.deferred_until_gate && !record->cancel_requested) {
+    // Back to the queue in its place; the attempt did not happen.
+    record->status = TaskStatus::kPending;
+    if (record->attempts > 0) record->attempts -= 1;
+    record->next_attempt_us = 0;
+    record->handoff_reference.clear();
+    record->updated_us = now_us;
+    return;
+  }
   if (outcome.status.ok() && outcome.handoff_reference) {
     // Still running, but elsewhere: the worker's slot is free.
     record->handoff_reference = *outcome.handoff_reference;

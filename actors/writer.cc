@@ -656,6 +656,10 @@ struct WriterState {
       switch (after.status) {
         case TaskStatus::kPending:
         case TaskStatus::kWaiting:
+          if (before == TaskStatus::kRunning) {
+            event.kind = TaskEvent::Kind::kDeferred;
+            break;
+          }
           // New, retried by hand, or released; not a retry after a failure.
           if (before && *before != TaskStatus::kFailed &&
               *before != TaskStatus::kCancelled) {

@@ -238,6 +238,11 @@ Status RuntimeImpl::SetGroupConcurrency(std::string_view group,
                        max_running);
 }
 
+Status RuntimeImpl::SetGate(std::string_view gate, bool open) {
+  if (gate.empty()) return Status::InvalidArgument("SetGate needs a gate name");
+  return TellScheduler(actors::gate_atom::value, std::string(gate), open);
+}
+
 std::optional<double> RuntimeImpl::Progress(TaskId id) {
   return progress_->Get(id);
 }
@@ -339,6 +344,8 @@ const char* TaskEventKindName(TaskEvent::Kind kind) {
       return "cancelled";
     case TaskEvent::Kind::kTimedOut:
       return "timed_out";
+    case TaskEvent::Kind::kDeferred:
+      return "deferred";
   }
   return "invalid";
 }

@@ -233,7 +233,8 @@ Status RuntimeImpl::Start() {
   actors::DispatchConfig dispatch;
   for (const auto& [type, entry] : *registry) {
     dispatch.types[type] = actors::TypePolicy{entry.options.max_concurrent,
-                                              entry.options.rate_limit};
+                                              entry.options.rate_limit,
+                                              entry.options.requires_gates};
   }
   int64_t now = clock_->Now().time_since_epoch().count();
   for (PeriodicTask& periodic : periodic_) {

@@ -54,6 +54,7 @@ class RuntimeImpl final : public Runtime {
   Status ResumeType(std::string_view type) override;
   Status SetGroupConcurrency(std::string_view group,
                              uint32_t max_running) override;
+  Status SetGate(std::string_view gate, bool open) override;
   Future<void> CompleteHandOff(TaskId id, std::string reference) override;
   Future<void> FailHandOff(TaskId id, std::string reference,
                            std::string error) override;

@@ -391,3 +391,56 @@ TEST(TimeoutTest, ATaskTimeoutOverridesTheHandlers) {
 
 }  // namespace
 }  // namespace spool
+
+namespace spool {
+namespace {
+
+TEST(GateTest, AClosedGateHoldsItsTypesAndADeferralClosesIt) {
+  Harness h(2);
+  HandlerOptions needs_network;
+  needs_network.requires_gates = {"network"};
+  std::atomic<int> calls{0};
+  ASSERT_TRUE(h.runtime()
+                  .RegisterHandler(
+                      "upload",
+                      [&](TaskContext& task) {
+                        if (++calls == 1) {
+                          // Offline: not this task's fault.
+                          task.DeferUntilOpen("network");
+                          return Status::Aborted("offline");
+                        }
+                        h.journal.Record(task.id(), "uploaded");
+                        return Status::OK();
+                      },
+                      needs_network)
+                  .ok());
+  h.RegisterRecorder("local");
+  h.StartRecordingEvents();
+  TaskId upload = h.Put("upload", "");
+  ASSERT_TRUE(h.runtime().Start().ok());
+  ASSERT_TRUE(testing::WaitUntil([&] { return calls.load() == 1; }));
+  ASSERT_TRUE(h.WaitForStatus(upload, TaskStatus::kPending));
+  auto info = h.Info(upload);
+  EXPECT_EQ(info.attempts, 0u) << "a deferral does not use an attempt";
+  // The gate is closed now: uploads wait, other types run.
+  h.Put("local", "local");
+  ASSERT_TRUE(h.journal.WaitForSize(1));
+  EXPECT_EQ(h.journal.Labels(), std::vector<std::string>{"local"});
+  EXPECT_EQ(h.StatusOf(upload), TaskStatus::kPending);
+  ASSERT_TRUE(h.runtime().SetGate("network", true).ok());
+  ASSERT_TRUE(h.WaitForStatus(upload, TaskStatus::kSucceeded));
+  EXPECT_EQ(h.Info(upload).attempts, 1u);
+  auto events = h.Events();
+  EXPECT_NE(std::find(events.begin(), events.end(),
+                      "deferred:" + std::to_string(upload)),
+            events.end());
+  // Closing it by hand holds new uploads too.
+  ASSERT_TRUE(h.runtime().SetGate("network", false).ok());
+  TaskId later = h.Put("upload", "");
+  h.Drain();
+  EXPECT_EQ(h.StatusOf(later), TaskStatus::kPending);
+  EXPECT_TRUE(h.runtime().SetGate("", true).IsInvalidArgument());
+}
+
+}  // namespace
+}  // namespace spool

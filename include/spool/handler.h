@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <spool/status.h>
 #include <spool/task.h>
@@ -63,6 +64,12 @@ class TaskContext {
   // Overrides the retry delay if this attempt fails (e.g. from an HTTP
   // Retry-After). The attempt still counts.
   void SetRetryDelay(Duration delay);
+
+  // Defers the task until `gate` opens: when the handler returns (whatever
+  // it returns), the gate is closed, the task goes back to the queue in its
+  // place, and the attempt does not count. For errors that say "not now"
+  // (offline, a dependency service down) rather than "this task failed".
+  void DeferUntilOpen(std::string gate);
 
  private:
   friend class TaskContextBuilder;
@@ -129,6 +136,10 @@ struct HandlerOptions {
 
   // Default: no limit.
   RateLimit rate_limit;
+
+  // Gates (see Runtime::SetGate) that must all be open for tasks of this
+  // type to start. Default: none.
+  std::vector<std::string> requires_gates;
 
   // The payload schema version this handler reads. Tasks are stored with
   // the version of the handler registered when they were enqueued. Default: 0.

@@ -149,6 +149,11 @@ class Runtime {
   virtual Status PauseType(std::string_view type) = 0;
   virtual Status ResumeType(std::string_view type) = 0;
 
+  // Opens or closes a named gate. Tasks whose handler requires a closed gate
+  // (HandlerOptions::requires_gates) wait, keeping their attempts; running
+  // ones are not stopped. Gates start open and are not stored.
+  virtual Status SetGate(std::string_view gate, bool open) = 0;
+
   // At most `max_running` tasks of `group` run at once; 0 removes the limit
   // (Options::group_concurrency applies again). Not stored.
   virtual Status SetGroupConcurrency(std::string_view group,
@@ -176,9 +181,11 @@ class Runtime {
   // No call to the listener starts after Unsubscribe returns.
   virtual void Unsubscribe(uint64_t token) = 0;
 
-  // Resolves once every task enqueued before the call is stored and no task
-  // is ready, being claimed, or running. Tasks waiting for a later time do
-  // not count. Returns FailedPrecondition before Start.
+  // Resolves once every task enqueued before the call is stored and nothing
+  // can run: no task is ready, being claimed or running. Tasks waiting for a
+  // later time, paused (Pause, PauseType) or behind a closed gate do not
+  // count; tasks held back by a rate limit do. FailedPrecondition before
+  // Start.
   virtual Future<void> Drain() = 0;
 
   // Stops taking calls (later calls fail with Closed), lets running handlers

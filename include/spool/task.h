@@ -266,6 +266,7 @@ struct TaskEvent {
     kCancelled,
     kTimedOut,  // an attempt ran past its timeout (a retry or a
                 // failure follows as its own event)
+    kDeferred,  // its handler deferred it until a gate opens
   };
   Kind kind = Kind::kEnqueued;
   TaskId id = 0;
