@@ -90,6 +90,32 @@ TEST(RecordTest, InPlaceReadMatchesDecode) {
   EXPECT_EQ(info.next_attempt_at->time_since_epoch().count(), 3000);
 }
 
+TEST(RecordTest, RecordsFromBeforeLaterFieldsLoadWithDefaults) {
+  // A record as the first schema wrote it: no group, keys, dependencies,
+  // timeout or versions. FlatBuffers fields only ever get appended, so it
+  // must read with their defaults.
+  flatbuffers::FlatBufferBuilder builder;
+  auto type = builder.CreateString("t");
+  fb::TaskRecordBuilder table(builder);
+  table.add_id(5);
+  table.add_type(type);
+  table.add_status(fb::Status::Pending);
+  table.add_max_attempts(2);
+  fb::FinishTaskRecordBuffer(builder, table.Finish());
+  std::string bytes(reinterpret_cast<const char*>(builder.GetBufferPointer()),
+                    builder.GetSize());
+  TaskRecord out;
+  ASSERT_TRUE(DecodeRecord(5, bytes, &out).ok());
+  EXPECT_EQ(out.max_attempts, 2u);
+  EXPECT_TRUE(out.group.empty());
+  EXPECT_TRUE(out.depends_on.empty());
+  EXPECT_EQ(out.on_dependency_failure, DependencyFailure::kCancel);
+  EXPECT_EQ(out.timeout_us, 0);
+  EXPECT_FALSE(out.cancel_requested);
+  EXPECT_EQ(out.payload_version, 0u);
+  EXPECT_EQ(out.retry.kind, RetryPolicy::Kind::kNone);
+}
+
 TEST(RecordTest, WrongIdIsCorruptionNamingTheTask) {
   std::string bytes = EncodeRecord(SampleRecord());
   TaskRecord out;

@@ -162,6 +162,10 @@ void Harness::Drain() {
 }
 
 void Harness::StartRecordingEvents() {
+  {
+    std::lock_guard<std::mutex> lock(events_mutex_);
+    events_.clear();
+  }
   runtime_->Subscribe([this](const TaskEvent& event) {
     std::lock_guard<std::mutex> lock(events_mutex_);
     events_.push_back(std::string(TaskEventKindName(event.kind)) + ":" +

@@ -114,8 +114,9 @@ class Harness {
   bool WaitForStatus(TaskId id, TaskStatus status);
   void Drain();
 
-  // Events received, in order, as "kind:id".
+  // Events received since StartRecordingEvents, in order, as "kind:id".
   std::vector<std::string> Events();
+  // Subscribes to the current runtime's events (again after Reopen).
   void StartRecordingEvents();
 
   Journal journal;
