@@ -28,6 +28,8 @@
 
 #include <toml++/toml.h>
 
+#include "runtime/schedule.h"
+
 namespace spool {
 namespace {
 
@@ -678,6 +680,97 @@ void ApplySection(std::string_view section, const toml::table& table,
   }
 }
 
+// Reads one [periodic.NAME] table into a PeriodicTask.
+void ApplyPeriodic(std::string_view name, const toml::table& table,
+                   std::string_view source, Options* options,
+                   FirstErrorInFile* errors) {
+  PeriodicTask periodic;
+  periodic.name = std::string(name);
+  std::string prefix = "periodic." + std::string(name);
+  // Given at all, and given valid: only a missing key is reported as such.
+  bool schedule_given = false;
+  bool type_given = false;
+  bool has_schedule = false;
+  bool has_type = false;
+  for (const auto& [key, node] : table) {
+    std::string_view field = key.str();
+    std::string subject = prefix + "." + std::string(field);
+    uint32_t line = LineOf(node.source());
+    auto fail = [&](const std::string& reason) {
+      errors->Add(line, ConfigError(source, subject, reason, line));
+    };
+    auto text = [&]() -> std::optional<std::string> {
+      if (const auto* s = node.as_string()) return s->get();
+      fail("expected a string, got " + DescribeTomlValue(node));
+      return std::nullopt;
+    };
+    if (field == "schedule") {
+      schedule_given = true;
+      auto value = text();
+      if (!value) continue;
+      Result<Schedule> schedule = Schedule::Parse(*value);
+      if (!schedule.ok()) {
+        fail(schedule.status().message());
+        continue;
+      }
+      if (schedule->NeverFires()) {
+        fail(QuoteForMessage(*value) + " never fires");
+        continue;
+      }
+      periodic.schedule = *value;
+      has_schedule = true;
+    } else if (field == "type") {
+      type_given = true;
+      auto value = text();
+      if (!value) continue;
+      if (value->empty()) {
+        fail("must not be empty");
+        continue;
+      }
+      periodic.task.type = *value;
+      has_type = true;
+    } else if (field == "payload") {
+      if (auto value = text()) periodic.task.payload = *value;
+    } else if (field == "group") {
+      if (auto value = text()) periodic.task.options.group = *value;
+    } else if (field == "priority") {
+      const auto* value = node.as_integer();
+      if (value == nullptr || value->get() < INT32_MIN ||
+          value->get() > INT32_MAX) {
+        fail("expected an integer in [" + std::to_string(INT32_MIN) + ", " +
+             std::to_string(INT32_MAX) + "], got " + DescribeTomlValue(node));
+        continue;
+      }
+      periodic.task.options.priority = static_cast<int32_t>(value->get());
+    } else if (field == "catch_up") {
+      const auto* value = node.as_boolean();
+      if (value == nullptr) {
+        fail("expected true or false, got " + DescribeTomlValue(node));
+        continue;
+      }
+      periodic.catch_up = value->get();
+    } else {
+      fail(
+          "unknown key; a [periodic.NAME] table takes schedule, type, "
+          "payload, group, priority and catch_up");
+    }
+  }
+  uint32_t line = LineOf(table.source());
+  if (!schedule_given) {
+    errors->Add(line, ConfigError(source, prefix, "needs a schedule", line));
+  } else if (!type_given) {
+    errors->Add(line, ConfigError(source, prefix, "needs a type", line));
+  }
+  if (!has_schedule || !has_type) return;
+  for (PeriodicTask& existing : options->periodic) {
+    if (existing.name == periodic.name) {
+      existing = std::move(periodic);
+      return;
+    }
+  }
+  options->periodic.push_back(std::move(periodic));
+}
+
 // Applies a whole parsed file to *options. On error *options may be partly
 // updated; the caller works on a copy.
 Status ApplyTable(const toml::table& root, std::string_view source,
@@ -686,6 +779,28 @@ Status ApplyTable(const toml::table& root, std::string_view source,
   for (const auto& [key, node] : root) {
     std::string_view name = key.str();
     uint32_t line = LineOf(key.source());
+    if (name == "periodic") {
+      const toml::table* tasks = node.as_table();
+      if (tasks == nullptr) {
+        errors.Add(line, ConfigError(source, "periodic",
+                                     "expected [periodic.NAME] tables", line));
+        continue;
+      }
+      for (const auto& [task_name, task_node] : *tasks) {
+        if (const toml::table* table = task_node.as_table()) {
+          ApplyPeriodic(task_name.str(), *table, source, options, &errors);
+        } else {
+          uint32_t task_line = LineOf(task_name.source());
+          errors.Add(
+              task_line,
+              ConfigError(source, "periodic." + std::string(task_name.str()),
+                          "expected a table [periodic." +
+                              std::string(task_name.str()) + "]",
+                          task_line));
+        }
+      }
+      continue;
+    }
     if (!IsKnownSection(name)) {
       std::string reason = node.is_table() ? UnknownSectionReason(name)
                                            : UnknownKeyReason("", name);
@@ -843,6 +958,19 @@ std::string DescribeOptions(const Options& options) {
     out += "# " + std::string(spec.doc) + " Expected: " + ExpectedValues(spec) +
            ".\n";
     out += std::string(spec.name) + " = " + spec.render(options) + "\n";
+  }
+  for (const PeriodicTask& periodic : options.periodic) {
+    out += "\n[periodic." + QuoteTomlString(periodic.name) + "]\n";
+    out += "schedule = " + QuoteTomlString(periodic.schedule) + "\n";
+    out += "type = " + QuoteTomlString(periodic.task.type) + "\n";
+    out += "payload = " + QuoteTomlString(periodic.task.payload) + "\n";
+    if (!periodic.task.options.group.empty()) {
+      out += "group = " + QuoteTomlString(periodic.task.options.group) + "\n";
+    }
+    out +=
+        "priority = " + std::to_string(periodic.task.options.priority) + "\n";
+    out += std::string("catch_up = ") + (periodic.catch_up ? "true" : "false") +
+           "\n";
   }
   return out;
 }

@@ -875,3 +875,57 @@ TEST(RobustnessTest, DamagedShippedFileNeverCrashes) {
 
 }  // namespace
 }  // namespace spool
+
+namespace spool {
+namespace {
+
+TEST(PeriodicConfigTest, TablesBecomePeriodicTasks) {
+  Options options;
+  Status s = ParseOptions(
+      "[storage]\npath = \"q\"\n"
+      "[periodic.nightly]\nschedule = \"0 2 * * *\"\ntype = \"report\"\n"
+      "payload = \"x\"\npriority = 3\ngroup = \"ops\"\ncatch_up = false\n"
+      "[periodic.often]\nschedule = \"every 5m\"\ntype = \"ping\"\n",
+      "test.toml", {}, &options);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  ASSERT_EQ(options.periodic.size(), 2u);
+  const PeriodicTask* nightly = nullptr;
+  for (const auto& p : options.periodic) {
+    if (p.name == "nightly") nightly = &p;
+  }
+  ASSERT_NE(nightly, nullptr);
+  EXPECT_EQ(nightly->schedule, "0 2 * * *");
+  EXPECT_EQ(nightly->task.type, "report");
+  EXPECT_EQ(nightly->task.payload, "x");
+  EXPECT_EQ(nightly->task.options.priority, 3);
+  EXPECT_EQ(nightly->task.options.group, "ops");
+  EXPECT_FALSE(nightly->catch_up);
+  // The rendering reads back the same.
+  Options again;
+  ASSERT_TRUE(
+      ParseOptions(DescribeOptions(options), "round trip", {}, &again).ok());
+  EXPECT_EQ(again.periodic.size(), 2u);
+}
+
+TEST(PeriodicConfigTest, BadTablesNameTheKeyAndTheReason) {
+  Options options;
+  Status s =
+      ParseOptions("[periodic.x]\nschedule = \"61 * * * *\"\ntype = \"t\"\n",
+                   "test.toml", {}, &options);
+  EXPECT_TRUE(s.IsInvalidArgument());
+  EXPECT_NE(s.message().find("periodic.x.schedule"), std::string::npos)
+      << s.ToString();
+  s = ParseOptions("[periodic.x]\ntype = \"t\"\n", "test.toml", {}, &options);
+  EXPECT_NE(s.message().find("needs a schedule"), std::string::npos)
+      << s.ToString();
+  s = ParseOptions(
+      "[periodic.x]\nschedule = \"@daily\"\ntype = \"t\"\nspeed = 1\n",
+      "test.toml", {}, &options);
+  EXPECT_NE(s.message().find("unknown key"), std::string::npos) << s.ToString();
+  s = ParseOptions("[periodic.x]\nschedule = \"0 0 30 2 *\"\ntype = \"t\"\n",
+                   "test.toml", {}, &options);
+  EXPECT_NE(s.message().find("never fires"), std::string::npos) << s.ToString();
+}
+
+}  // namespace
+}  // namespace spool

@@ -172,6 +172,7 @@ Status RuntimeImpl::OpenInternal() {
   actors::scheduler_actor scheduler = scheduler_;
   clock_listener_ = clock_->AddListener(
       [scheduler] { caf::anon_send(scheduler, actors::tick_atom::value); });
+  periodic_ = options_.periodic;
   opened_ = true;
   return Status::OK();
 }

@@ -114,3 +114,19 @@ TEST(PeriodicTest, CronSchedulesAndBadDefinitionsAreRefused) {
 
 }  // namespace
 }  // namespace spool
+
+namespace spool {
+namespace {
+
+TEST(PeriodicTest, TasksFromTheConfigRunLikeOnesAddedInCode) {
+  Harness h(1, Durability::kSync);
+  h.options().periodic.push_back(EveryMinute());
+  h.Reopen();
+  h.RegisterRecorder("report");
+  ASSERT_TRUE(h.runtime().Start().ok());
+  h.clock().Advance(1min);
+  ASSERT_TRUE(h.journal.WaitForSize(1));
+}
+
+}  // namespace
+}  // namespace spool

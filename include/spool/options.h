@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <spool/clock.h>
 #include <spool/future.h>
@@ -98,6 +99,13 @@ struct Options {
   // Log level of spool's spdlog logger "spool". At kDebug every batch commit
   // is logged with its size and time. Default: kWarn.
   LogLevel log_level = LogLevel::kWarn;
+
+  // ---- Periodic tasks ----
+
+  // Added at Start as if by Runtime::AddPeriodic; in a config file, one
+  // [periodic.NAME] table each. Their task types need handlers by then.
+  // Default: none.
+  std::vector<PeriodicTask> periodic;
 
   // OK, or InvalidArgument naming the first field out of range.
   Status Validate() const;
