@@ -140,6 +140,8 @@ struct ControlCommand {
   TaskStatus purge_cursor_status = TaskStatus::kPending;
   TaskId purge_cursor_id = 0;
   size_t purge_step = 1000;
+  // Empty: every type.
+  std::vector<std::string> purge_types;
   std::function<void(const Result<ControlResult>&)> done;
 };
 

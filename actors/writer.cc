@@ -563,6 +563,11 @@ struct WriterState {
             record.updated_us > command.purge_updated_before_us) {
           continue;
         }
+        const auto& types = command.purge_types;
+        if (!types.empty() &&
+            std::find(types.begin(), types.end(), record.type) == types.end()) {
+          continue;
+        }
         Result<TaskId> waiter = FirstWaiter(id);
         if (!waiter.ok()) return waiter.status();
         if (*waiter != 0) continue;

@@ -176,6 +176,7 @@ Future<uint64_t> RuntimeImpl::Purge(PurgeOptions options) {
   first.purge_updated_before_us =
       (clock_->Now() - options.older_than).time_since_epoch().count();
   first.purge_step = options.batch_size;
+  first.purge_types = options.types;
 
   // Each step is its own writer command, so that other work commits between
   // steps; the next step is sent when the last one committed.

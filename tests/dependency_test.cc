@@ -316,6 +316,29 @@ TEST(DeleteAndPurgeTest, OnlyFinishedTasksGoAndPurgeFollowsStatusAndAge) {
   EXPECT_EQ(counts->total(), 1u);
 }
 
+TEST(DeleteAndPurgeTest, PurgeByTypeLeavesOtherTypes) {
+  Harness h(2);
+  RegisterOkAndBad(h);
+  ASSERT_TRUE(
+      h.runtime()
+          .RegisterHandler("audit", [](TaskContext&) { return Status::OK(); })
+          .ok());
+  ASSERT_TRUE(h.runtime().Start().ok());
+  for (int i = 0; i < 12; ++i) h.Put("ok", "x");
+  std::vector<TaskId> audits;
+  for (int i = 0; i < 5; ++i) audits.push_back(h.Put("audit", "kept"));
+  h.Drain();
+  PurgeOptions only_ok;
+  only_ok.types = {"ok"};
+  only_ok.batch_size = 5;  // several steps, with audit entries among them
+  EXPECT_EQ(Await(h.runtime().Purge(only_ok)).value(), 12u);
+  for (TaskId id : audits) EXPECT_TRUE(Await(h.runtime().GetTask(id)).ok());
+  PurgeOptions unknown;
+  unknown.types = {"no-such-type"};
+  EXPECT_EQ(Await(h.runtime().Purge(unknown)).value(), 0u);
+  EXPECT_EQ(Await(h.runtime().CountByStatus())->total(), 5u);
+}
+
 TEST(HandOffTest,
      AHandedOffTaskReleasesItsSlotSurvivesRestartAndCompletesLater) {
   Harness h(1, Durability::kSync);

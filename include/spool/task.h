@@ -249,6 +249,8 @@ struct PurgeOptions {
   std::vector<TaskStatus> statuses = {TaskStatus::kSucceeded};
   // Only tasks whose last change is at least this old. Default: 0 (any age).
   Duration older_than = Duration(0);
+  // Only tasks of these types. Default: empty (every type).
+  std::vector<std::string> types;
   // The most index entries one purge step examines; each step is one write
   // batch, and other work runs between steps. Default: 1000.
   size_t batch_size = 1000;
