@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include "runtime/test_hooks.h"
+#include "runtime/watch_control.h"
 #include "tests/testing.h"
 
 namespace spool {
@@ -590,6 +591,54 @@ TEST_F(WatchTest, CloseEndsEveryWatchWithClosedOnce) {
   a.Unsubscribe();
   b.Unsubscribe();
   EXPECT_EQ(counts.count(), 2u);
+}
+
+// The delivery slot alone, without actors, so that ThreadSanitizer sees
+// every synchronization: offers from several threads, a slow callback, and
+// an Unsubscribe racing them.
+TEST(WatchControlTest, ConcurrentOffersDeliverInOrderAndStopAtUnsubscribe) {
+  for (int round = 0; round < 20; ++round) {
+    auto executor = std::make_shared<TestExecutor>();
+    auto link = std::make_shared<WatchLink>(actors::watch_actor());
+    std::atomic<bool> unsubscribed{false};
+    std::atomic<bool> late{false};
+    std::atomic<int> calls{0};
+    std::mutex order_mutex;
+    int last_seen = -1;
+    bool backwards = false;
+    auto control = std::make_shared<internal::TypedWatch<int>>(
+        1, link, executor, [&](const Result<int>& value) {
+          if (unsubscribed) late = true;
+          calls++;
+          std::lock_guard<std::mutex> lock(order_mutex);
+          if (*value < last_seen) backwards = true;
+          last_seen = *value;
+        });
+    Watch watch(control);
+    // One producer at a time offers increasing values (the watcher is one
+    // actor); others race Unsubscribe and active().
+    std::atomic<int> next{0};
+    std::mutex offer_mutex;
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 3; ++t) {
+      threads.emplace_back([&] {
+        for (int i = 0; i < 300; ++i) {
+          std::lock_guard<std::mutex> lock(offer_mutex);
+          control->Offer(std::make_shared<const Result<int>>(next++));
+        }
+      });
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(100 * round));
+    watch.Unsubscribe();
+    unsubscribed = true;
+    EXPECT_FALSE(watch.active());
+    for (auto& thread : threads) thread.join();
+    ASSERT_TRUE(WaitUntil([&] { return executor->idle(); }, kWait));
+    EXPECT_FALSE(late) << "round " << round;
+    EXPECT_FALSE(backwards) << "round " << round;
+    // Latest value, no backlog: far fewer calls than offers.
+    EXPECT_LE(calls.load(), 900);
+  }
 }
 
 }  // namespace
