@@ -454,8 +454,6 @@ Future<std::string> RuntimeImpl::ListTasksJson(const TaskQuery& query) {
       [spec, json_types = JsonTypes(nullptr)](
           const TaskStore::ReadView& view) -> Result<std::string> {
         std::string json;
-        // Roughly what a task takes, to spare the buffer most regrowth.
-        json.reserve(64 + spec.limit * 320);
         Status status =
             storage::ListPageJson(view, spec, json_types.get(), &json);
         if (!status.ok()) return status;

@@ -75,9 +75,22 @@ TaskId TrailingId(std::string_view key) {
   return id;
 }
 
-// Builds one page from candidate ids offered in ascending order: fetches,
-// verifies and filters each record, stops at the limit (learning whether
+// Candidate ids whose gaps are at most this are read with one forward scan
+// of the `tasks` family (skipping the records in between) instead of one
+// point lookup each: a lookup searches the memtable's skiplist and every
+// level, a step of an iterator follows one link.
+constexpr TaskId kMaxScanGap = 8;
+// Runs shorter than this use point lookups: opening an iterator costs about
+// as much as two lookups.
+constexpr size_t kMinScanRun = 3;
+// Candidates buffered before their records are read, when the record decides
+// whether they match (a group listing with a type).
+constexpr size_t kCheckedBatch = 64;
+
+// Builds one page from candidate ids offered in ascending order: reads,
+// verifies and filters their records, stops at the limit (learning whether
 // more follow from the next match) or when the scan budget is spent.
+// Candidates are buffered and their records read together, in id order.
 class PageBuilder {
  public:
   PageBuilder(const TaskStore::ReadView& view, const ListSpec& spec,
@@ -87,7 +100,9 @@ class PageBuilder {
         visit_(visit),
         info_(info),
         // Only a group listing with a type needs the record to decide.
-        check_type_(!spec.group.empty() && !spec.type.empty()) {}
+        check_type_(!spec.group.empty() && !spec.type.empty()) {
+    pending_.reserve(check_type_ ? kCheckedBatch : spec.limit);
+  }
 
   // Counts one index entry examined; returns false once the budget is
   // spent, after noting where the next page must resume.
@@ -104,22 +119,16 @@ class PageBuilder {
   // Offers the next candidate id; returns false when the page is complete.
   bool Offer(TaskId id) {
     if (done_) return false;
-    if (produced_ == spec_.limit && !check_type_) {
-      // A sure match beyond the limit: more follow.
+    if (!check_type_ && produced_ + pending_.size() == spec_.limit) {
+      // A sure match beyond the limit: more follow, and this one is not
+      // read.
       more_ = true;
+      Flush();
       return Stop();
     }
-    Status s = view_.GetRaw(id, &buffer_);
-    if (!s.ok()) {
-      if (!s.IsNotFound()) {
-        status_ = s;
-        return Stop();
-      }
-      // Index and record come from one snapshot and one WriteBatch, so this
-      // is damage, not a race.
-      return Unreadable(id);
-    }
-    return OfferRecord(id, buffer_);
+    pending_.push_back(id);
+    if (check_type_ && pending_.size() == kCheckedBatch) return Flush();
+    return true;
   }
 
   // Offers a record read by a scan of the `tasks` family.
@@ -140,8 +149,10 @@ class PageBuilder {
     return true;
   }
 
-  // Sets the cursor; returns the first error.
+  // Reads what is still buffered and sets the cursor; returns the first
+  // error.
   Status Finish() {
+    if (!done_) Flush();
     if (!status_.ok()) return status_;
     if (more_) {
       info_->next_cursor = EncodeCursor(spec_, last_produced_);
@@ -151,9 +162,66 @@ class PageBuilder {
     return Status::OK();
   }
 
-  const Status& status() const { return status_; }
-
  private:
+  // Reads the buffered candidates' records: runs of close ids with one scan,
+  // the others with point lookups. Returns false when the page is complete.
+  bool Flush() {
+    size_t i = 0;
+    while (i < pending_.size() && !done_) {
+      size_t j = i + 1;
+      while (j < pending_.size() &&
+             pending_[j] - pending_[j - 1] <= kMaxScanGap) {
+        ++j;
+      }
+      if (j - i >= kMinScanRun) {
+        ReadRun(i, j);
+      } else {
+        for (size_t k = i; k < j && !done_; ++k) ReadOne(pending_[k]);
+      }
+      i = j;
+    }
+    pending_.clear();
+    return !done_;
+  }
+
+  void ReadOne(TaskId id) {
+    Status s = view_.GetRaw(id, &buffer_);
+    if (s.ok()) {
+      OfferRecord(id, buffer_);
+    } else if (s.IsNotFound()) {
+      // Index and record come from one snapshot and one WriteBatch, so this
+      // is damage, not a race.
+      Unreadable(id);
+    } else {
+      Fail(s);
+    }
+  }
+
+  // Reads pending_[from, to) with one scan of the `tasks` family.
+  void ReadRun(size_t from, size_t to) {
+    size_t next = from;
+    const TaskId last = pending_[to - 1];
+    Status s = view_.Scan(ColumnFamily::kTasks, "", TaskKey(pending_[from]),
+                          [&](std::string_view key, std::string_view value) {
+                            TaskId id = 0;
+                            if (!DecodeTaskKey(key, &id)) return true;
+                            // Wanted ids the scan passed have no record.
+                            while (next < to && pending_[next] < id) {
+                              if (!Unreadable(pending_[next++])) return false;
+                            }
+                            if (next < to && pending_[next] == id) {
+                              ++next;
+                              if (!OfferRecord(id, value)) return false;
+                            }
+                            return next < to && id < last;
+                          });
+    if (!s.ok()) {
+      Fail(s);
+      return;
+    }
+    while (next < to && !done_) Unreadable(pending_[next++]);
+  }
+
   bool Unreadable(TaskId id) {
     if (produced_ == spec_.limit) {
       more_ = true;
@@ -163,6 +231,10 @@ class PageBuilder {
     last_produced_ = id;
     info_->unreadable.push_back(id);
     return true;
+  }
+  void Fail(const Status& s) {
+    status_ = s;
+    done_ = true;
   }
   bool Stop() {
     done_ = true;
@@ -174,6 +246,8 @@ class PageBuilder {
   const PageVisitor& visit_;
   PageInfo* info_;
   const bool check_type_;
+  // Candidates whose records are not read yet, ascending.
+  std::vector<TaskId> pending_;
   std::string buffer_;
   Status status_;
   size_t produced_ = 0;
@@ -353,10 +427,18 @@ Status ListPageJson(const TaskStore::ReadView& view, const ListSpec& spec,
                     const JsonPayloadTypes* json_types, std::string* out) {
   PageJsonWriter json(out);
   PageInfo info;
+  size_t written = 0;
+  const size_t start = out->size();
   Status s = ListPage(
       view, spec,
       [&](std::string_view, const fb::TaskRecord& record) {
         json.Add(record, FormatOf(record, json_types));
+        if (++written == 1) {
+          // Size the buffer once, from the first task, instead of letting a
+          // page of thousands regrow it (each regrowth copies it all).
+          size_t per_task = out->size() - start + 16;
+          out->reserve(out->size() + per_task * (spec.limit - 1) + 128);
+        }
       },
       &info);
   if (!s.ok()) return s;
