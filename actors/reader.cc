@@ -241,7 +241,12 @@ class DropGuard {
 
 reader_pool_actor SpawnReaderPool(caf::actor_system& system,
                                   ReaderPoolConfig config) {
-  return system.spawn(PoolBehavior, config);
+  // On a thread of its own, although it never blocks: callers are threads
+  // outside the actor system, and a message from one to an actor on the
+  // work-stealing scheduler waits for an idle worker to wake from its
+  // back-off sleep (76-120 us per query measured here, against 25 us when
+  // the pool is woken through its own condition variable).
+  return system.spawn<caf::detached>(PoolBehavior, config);
 }
 
 ReadJob MakeReadJob(

@@ -41,8 +41,9 @@ struct ReaderPoolConfig {
   uint32_t readers = 2;
 };
 
-// Spawns the pool, which spawns its readers (detached: a read may wait for
-// the disk).
+// Spawns the pool on a thread of its own (so that a caller's message wakes
+// it at once), and it spawns its readers (detached: a read may wait for the
+// disk).
 reader_pool_actor SpawnReaderPool(caf::actor_system& system,
                                   ReaderPoolConfig config);
 
