@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "runtime/logging.h"
+#include "storage/queries.h"
 
 namespace spool::actors {
 namespace {
@@ -42,6 +43,8 @@ reader_actor::behavior_type ReaderBehavior(
   return {
       [self](read_atom, const ReadBatch& batch) {
         auto& st = self->state;
+        // Per thread; set here, on the reader's own thread.
+        storage::DisablePerfCountersOnThisThread();
         for (ReadJob& job : *batch) RunJob(*st.store, job);
         // One report per batch, on the same channel (this reader's messages
         // to the pool) as the down message that would follow its death.

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <limits>
 
+#include <rocksdb/perf_level.h>
+
 #include "storage/keys.h"
 #include "storage/record.h"
 #include "storage/task_record_generated.h"
@@ -481,6 +483,12 @@ Status ReadRecord(const TaskStore::ReadView& view, TaskId id,
   }
   if (!s.ok()) return s;
   return VerifyRecord(id, *bytes, table);
+}
+
+void DisablePerfCountersOnThisThread() {
+  if (rocksdb::GetPerfLevel() != rocksdb::PerfLevel::kDisable) {
+    rocksdb::SetPerfLevel(rocksdb::PerfLevel::kDisable);
+  }
 }
 
 }  // namespace spool::storage

@@ -129,6 +129,11 @@ Status NextDue(const TaskStore::ReadView& view, std::optional<TaskId>* id);
 Status ReadRecord(const TaskStore::ReadView& view, TaskId id,
                   std::string* bytes, const fb::TaskRecord** table);
 
+// Turns off RocksDB's per-thread perf counters (perf_context) on the calling
+// thread. Nothing in spool reads them, and a shared librocksdb reaches them
+// through __tls_get_addr at every step of a read; reader threads call this.
+void DisablePerfCountersOnThisThread();
+
 }  // namespace spool::storage
 
 #endif  // SPOOL_STORAGE_QUERIES_H_
