@@ -17,9 +17,11 @@ struct Subscriber {
   // The hash of the last result offered to it, if any.
   bool has = false;
   uint64_t hash = 0;
-  // Joined while a run was pending: waits for a result that saw every
-  // change made before it joined.
-  bool pending = false;
+  // Results of runs numbered below this are not offered to it: it joined
+  // while a run was due, and waits for the first run whose snapshot follows
+  // every change matched before it joined. Once that run is done, it gets
+  // its result whether or not more changes came meanwhile.
+  uint64_t first_run = 0;
 };
 
 // One watched query, shared by its subscribers.
@@ -186,13 +188,11 @@ void Touch(Self self, Entry& entry) {
   StartRun(self, entry);
 }
 
-// Offers the entry's current result to the subscribers that have not seen
-// it. A subscriber still waiting for a fresh result is skipped while a
-// follow-up is due.
-void Deliver(Self self, Entry& entry) {
+// Offers the entry's current result (that of run `run`) to the subscribers
+// that have not seen it and do not wait for a later run.
+void Deliver(Self self, Entry& entry, uint64_t run) {
   for (Subscriber& sub : entry.subscribers) {
-    if (sub.pending && entry.dirty) continue;
-    sub.pending = false;
+    if (sub.first_run > run) continue;
     if (sub.has && sub.hash == entry.hash) continue;
     sub.has = true;
     sub.hash = entry.hash;
@@ -270,20 +270,23 @@ watch_actor::behavior_type WatcherBehavior(Self self, WatcherConfig config) {
         Subscriber sub;
         sub.id = request.id;
         sub.mailbox = std::move(request.subscriber);
-        // The last result is current only if no run is due: every change
-        // committed before this request was matched against the entry
-        // before it arrived.
-        bool current = entry.have_result && !entry.in_flight && !entry.dirty;
-        if (current) {
+        // Every change committed before this request was matched against
+        // the entry before the request arrived. So the last result is
+        // current if no run is in flight; a run in flight sees all those
+        // changes unless one came after it started (dirty), and then the
+        // follow-up does.
+        if (entry.have_result && !entry.in_flight) {
           sub.has = true;
           sub.hash = entry.hash;
           sub.mailbox->Offer(entry.last);
           ++st.stats.emissions;
+        } else if (entry.in_flight) {
+          sub.first_run = entry.dirty ? entry.run + 1 : entry.run;
         } else {
-          sub.pending = true;
+          sub.first_run = entry.run + 1;
         }
         entry.subscribers.push_back(std::move(sub));
-        if (!current && !entry.in_flight) StartRun(self, entry);
+        if (!entry.have_result && !entry.in_flight) StartRun(self, entry);
       },
       [self](unwatch_atom, uint64_t id) {
         auto& st = self->state;
@@ -327,7 +330,7 @@ watch_actor::behavior_type WatcherBehavior(Self self, WatcherConfig config) {
         } else {
           ++st.stats.unchanged;
         }
-        Deliver(self, entry);
+        Deliver(self, entry, outcome.run);
         if (entry.dirty) StartRun(self, entry);
       },
       [self](stats_atom, WatchStatsCallback& callback) {

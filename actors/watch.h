@@ -13,8 +13,10 @@
 // Ordering: runs of one query are sequential, each on a snapshot taken
 // after the previous run returned, so results reach subscribers in snapshot
 // order. A subscriber that joins a query already watched gets the last
-// result at once if no run is pending for it; otherwise it waits for the
-// run that sees every change made before it joined.
+// result at once if no run is in flight; otherwise it waits for the first
+// run that sees every change made before it joined (the run in flight, or
+// its follow-up if a change came after that run started), and gets that
+// run's result even if more changes keep coming.
 
 #ifndef SPOOL_ACTORS_WATCH_H_
 #define SPOOL_ACTORS_WATCH_H_

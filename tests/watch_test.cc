@@ -410,6 +410,42 @@ TEST_F(WatchTest, ChangesDuringARunAreCoalescedAndTheFinalValueIsCurrent) {
   EXPECT_EQ(counts.last()->total(), 3400u);
 }
 
+TEST_F(WatchTest, ANewSubscriberGetsItsFirstResultUnderSustainedWrites) {
+  // Every run of the watched query overlaps a commit that affects it (one
+  // reader, kept busy; commits every ~200 us). A subscriber that joins while
+  // a run is in flight must still get its first result, from the first run
+  // that saw everything before it joined, not wait for a quiet moment.
+  TestHooks hooks;
+  hooks.before_commit = [] { std::this_thread::sleep_for(200us); };
+  Open(/*readers=*/1, hooks);
+  ASSERT_TRUE(runtime_->RegisterHandler("a", Ok).ok());
+  std::vector<TaskSpec> filler(3000, TaskSpec{"a", std::string(200, 'f'), {}});
+  ASSERT_TRUE(Await(runtime_->EnqueueBatch(filler).stored).ok());
+  std::atomic<bool> busy{true};
+  std::thread loader([&] {
+    TaskQuery big;
+    big.limit = 3000;
+    while (busy) (void)runtime_->ListTasksJson(big).WaitFor(kWait);
+  });
+  std::thread writer([&] {
+    while (busy) (void)runtime_->Enqueue("a", "x").stored.WaitFor(kWait);
+  });
+  std::vector<Watch> watches;
+  for (int i = 0; i < 20 && !HasFailure(); ++i) {
+    Promise<void> first;
+    auto watch = runtime_->WatchCountByStatus(
+        [first](const Result<StatusCounts>&) { first.Set(Status()); });
+    ASSERT_TRUE(watch.ok());
+    watches.push_back(std::move(watch).value());
+    // Joins the shared query while its runs are in flight.
+    EXPECT_TRUE(first.GetFuture().WaitFor(10s))
+        << "subscriber " << i << " starved of its first result";
+  }
+  busy = false;
+  writer.join();
+  loader.join();
+}
+
 TEST_F(WatchTest, ResultsNeverGoBackWhileTasksRun) {
   Open();
   ASSERT_TRUE(runtime_->RegisterHandler("a", Ok).ok());
