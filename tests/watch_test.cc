@@ -225,11 +225,13 @@ TEST_F(WatchTest, NSubscriptionsTimesMWritesGiveExactlyTheExpectedEmissions) {
   std::optional<Watch> task_watch;
   for (int j = 0; j < kWrites; ++j) {
     int target = j % kTypes;
-    auto ticket = runtime_->Enqueue(types[target], "w" + std::to_string(j));
-    ASSERT_TRUE(Await(ticket.stored).ok());
+    // Counted before the write: its result may be delivered before
+    // `stored` is seen here.
     std::vector<size_t> before;
     for (auto& list : lists) before.push_back(list->count());
     size_t task_before = first_task.count();
+    auto ticket = runtime_->Enqueue(types[target], "w" + std::to_string(j));
+    ASSERT_TRUE(Await(ticket.stored).ok());
     WatchStats now = Settle();
     // Exactly the listing of that type, the two counts, and nothing else
     // ran again; each delivered exactly one new result.
