@@ -121,14 +121,23 @@ class WatcherTest : public ::testing::Test {
     system_.reset();
   }
 
-  // Waits until the watcher has handled everything sent before; returns
-  // its counters.
+  // Waits until the watcher has handled everything sent before, and the
+  // pool has received every run the watcher sent meanwhile; returns the
+  // watcher's counters.
   WatchStats Sync() {
     Promise<WatchStats> stats;
     caf::anon_send(
         watcher_, stats_atom::value,
         WatchStatsCallback([stats](const WatchStats& s) { stats.Set(s); }));
     EXPECT_TRUE(stats.GetFuture().WaitFor(30s));
+    // The watcher sent its runs before it answered, so this reaches the
+    // pool after them.
+    Promise<void> pool_done;
+    caf::anon_send(pool_, stop_atom::value,
+                   Completion([pool_done](const Status& s) {
+                     pool_done.Set(Result<void>(s));
+                   }));
+    EXPECT_TRUE(pool_done.GetFuture().WaitFor(30s));
     return stats.GetFuture().Wait().value_or(WatchStats{});
   }
 
