@@ -293,6 +293,66 @@ TEST_F(WatchTest, NSubscriptionsTimesMWritesGiveExactlyTheExpectedEmissions) {
   }
 }
 
+TEST_F(WatchTest, GroupListingsFollowCancelDeleteAndHold) {
+  // Writes of the task-control calls reach live queries like enqueues do:
+  // a group listing by status, a task watched by id, and the counts.
+  Open();
+  ASSERT_TRUE(runtime_->RegisterHandler("a", Ok).ok());
+  ASSERT_TRUE(runtime_->RegisterHandler("b", Ok).ok());
+  std::vector<TaskId> g1;
+  for (int i = 0; i < 6; ++i) {
+    EnqueueOptions options;
+    options.group = "g1";
+    g1.push_back(runtime_->Enqueue(i % 2 ? "b" : "a", "x", options).id);
+  }
+  EnqueueOptions other;
+  other.group = "g2";
+  ASSERT_TRUE(Await(runtime_->Enqueue("a", "y", other).stored).ok());
+
+  TaskQuery pending;
+  pending.group = "g1";
+  pending.status = TaskStatus::kPending;
+  Recorder<TaskPage> list;
+  Watch listing =
+      std::move(runtime_->WatchList(pending, list.Callback())).value();
+  TaskQuery typed;
+  typed.group = "g1";
+  typed.type = "b";
+  auto b_only = Await(runtime_->ListTasks(typed));
+  ASSERT_TRUE(b_only.ok());
+  EXPECT_EQ(Ids(*b_only), (std::vector<TaskId>{g1[1], g1[3], g1[5]}));
+  Recorder<TaskInfo> task;
+  Watch watched =
+      std::move(runtime_->WatchTask(g1[0], task.Callback())).value();
+  WatchStats stats = Settle();
+  ASSERT_EQ(list.count(), 1u);
+  EXPECT_EQ(Ids(*list.last()), g1);
+
+  // A write in another group does not run the g1 listing.
+  ASSERT_TRUE(Await(runtime_->Enqueue("a", "z", other).stored).ok());
+  WatchStats now = Settle();
+  EXPECT_EQ(now.runs, stats.runs) << "g2 writes ran a g1 query";
+
+  auto cancelled = Await(runtime_->Cancel(g1[0]));
+  ASSERT_TRUE(cancelled.ok()) << cancelled.status().ToString();
+  ASSERT_TRUE(Await(runtime_->Hold(g1[2])).ok());
+  Settle();
+  std::vector<TaskId> expected = {g1[1], g1[3], g1[4], g1[5]};
+  EXPECT_EQ(Ids(*list.last()), expected);
+  EXPECT_EQ(task.last()->status, TaskStatus::kCancelled);
+
+  ASSERT_TRUE(Await(runtime_->Delete(g1[0])).ok());
+  Settle();
+  EXPECT_TRUE(task.last().status().IsNotFound());
+  ASSERT_TRUE(Await(runtime_->Release(g1[2])).ok());
+  Settle();
+  expected = {g1[1], g1[2], g1[3], g1[4], g1[5]};
+  EXPECT_EQ(Ids(*list.last()), expected);
+  auto current = Await(runtime_->ListTasks(pending));
+  ASSERT_TRUE(current.ok());
+  EXPECT_EQ(Ids(*list.last()), Ids(*current));
+}
+
 TEST_F(WatchTest, AnUnchangedResultIsNotDelivered) {
   Open();
   ASSERT_TRUE(runtime_->RegisterHandler("a", Ok).ok());
