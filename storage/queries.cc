@@ -1,6 +1,7 @@
 #include "storage/queries.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <limits>
 
 #include <rocksdb/perf_level.h>
@@ -136,6 +137,14 @@ class PageBuilder {
   // Offers a record read by a scan of the `tasks` family.
   bool OfferRecord(TaskId id, std::string_view bytes) {
     if (done_) return false;
+    // FlatBuffers reads scalars in place and needs them aligned (its
+    // verifier checks offsets relative to the buffer, not addresses). An
+    // iterator's value lies wherever the memtable or block put it, so a
+    // misaligned one is copied; a std::string's heap buffer is aligned.
+    if (reinterpret_cast<uintptr_t>(bytes.data()) % alignof(uint64_t) != 0) {
+      aligned_.assign(bytes.data(), bytes.size());
+      bytes = aligned_;
+    }
     const fb::TaskRecord* table = nullptr;
     if (!VerifyRecord(id, bytes, &table).ok()) return Unreadable(id);
     if (check_type_ && table->type()->string_view() != spec_.type) {
@@ -251,6 +260,8 @@ class PageBuilder {
   // Candidates whose records are not read yet, ascending.
   std::vector<TaskId> pending_;
   std::string buffer_;
+  // A copy of a misaligned record (see OfferRecord).
+  std::string aligned_;
   Status status_;
   size_t produced_ = 0;
   TaskId last_produced_ = 0;
