@@ -14,9 +14,11 @@
 
 #include <caf/all.hpp>
 #include <flatbuffers/flatbuffers.h>
+#include <spdlog/spdlog.h>
 
 #include "actors/reader.h"
 #include "actors/watch.h"
+#include "runtime/logging.h"
 #include "runtime/runtime_impl.h"
 #include "runtime/watch_control.h"
 #include "storage/queries.h"
@@ -34,6 +36,28 @@ template <class T>
 Future<T> Failed(const Status& status,
                  const std::shared_ptr<Executor>& executor) {
   return MakeReadyFuture<T>(Result<T>(status), executor);
+}
+
+// Resolves `promise` with `status` when destroyed; owned by a callback sent
+// to an actor, it answers the caller if the message is dropped unanswered
+// (an actor that died drops its mailbox). After the callback has answered,
+// this Set is ignored: the first result wins.
+template <class T>
+std::shared_ptr<void> ResolveOnDrop(Promise<T> promise, Status status) {
+  class Guard {
+   public:
+    Guard(Promise<T> promise, Status status)
+        : promise_(std::move(promise)), status_(std::move(status)) {}
+    Guard(const Guard&) = delete;
+    Guard& operator=(const Guard&) = delete;
+    ~Guard() { promise_.Set(Result<T>(status_)); }
+
+   private:
+    Promise<T> promise_;
+    Status status_;
+  };
+  // Made in place: a temporary Guard would resolve the promise as it died.
+  return std::make_shared<Guard>(std::move(promise), std::move(status));
 }
 
 // ---- Hashing of results ----
@@ -374,13 +398,18 @@ void RuntimeImpl::StartQueries() {
 void RuntimeImpl::StopQueries() {
   watch_link_->Close();
   Promise<void> stopped;
+  auto on_drop = ResolveOnDrop(stopped, Status::Closed("the watcher is gone"));
   caf::anon_send(watcher_, actors::stop_atom::value,
-                 actors::Completion([stopped](const Status& s) {
+                 actors::Completion([stopped, on_drop](const Status& s) {
                    stopped.Set(Result<void>(s));
                  }));
-  // The watcher never blocks, and answers stop at once.
-  Status ignored = stopped.GetFuture().Wait().status();
-  (void)ignored;
+  on_drop.reset();
+  // The watcher never blocks and answers stop at once (or, if it died, the
+  // dropped message resolves `stopped`); the bound is a last resort so that
+  // Close cannot hang here.
+  if (!stopped.GetFuture().WaitFor(std::chrono::seconds(10))) {
+    Logger()->error("close: the live-query actor did not stop; going on");
+  }
   watcher_ = nullptr;
 }
 
@@ -640,10 +669,11 @@ Future<WatchStats> RuntimeImpl::GetWatchStats() {
   CallGuard guard(this);
   if (guard.closed()) return Failed<WatchStats>(ClosedError(), executor_);
   auto promise = NewPromise<WatchStats>();
-  caf::anon_send(watcher_, actors::stats_atom::value,
-                 actors::WatchStatsCallback([promise](const WatchStats& stats) {
-                   promise.Set(stats);
-                 }));
+  auto on_drop = ResolveOnDrop(promise, ClosedError());
+  caf::anon_send(
+      watcher_, actors::stats_atom::value,
+      actors::WatchStatsCallback(
+          [promise, on_drop](const WatchStats& stats) { promise.Set(stats); }));
   return promise.GetFuture();
 }
 
