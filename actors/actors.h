@@ -6,6 +6,8 @@
 //   scheduler --claim/settle--> writer
 //   scheduler --run--> worker --outcome--> scheduler
 //   caller threads --read--> reader pool --read--> reader
+//   writer --changed--> watcher --read--> reader pool; reader --watched-->
+//   watcher --> subscribers, for live queries
 //   recovery --recover--> writer --commit--> recovery, at open
 
 #ifndef SPOOL_ACTORS_ACTORS_H_
@@ -89,8 +91,8 @@ using writer_actor = caf::typed_actor<
 // Answers one query at a time on its own snapshot. Detached: reads may wait
 // for the disk.
 using reader_actor = caf::typed_actor<
-    // Runs a query.
-    caf::reacts_to<read_atom, ReadJob>>;
+    // Runs these queries one after another, then reports idle.
+    caf::reacts_to<read_atom, ReadBatch>>;
 
 // Queues queries and hands each to an idle reader.
 using reader_pool_actor = caf::typed_actor<
@@ -99,6 +101,25 @@ using reader_pool_actor = caf::typed_actor<
     // Reader `index` finished its query.
     caf::reacts_to<idle_atom, uint32_t>,
     // Finishes the queued queries, then calls back and stops.
+    caf::reacts_to<stop_atom, Completion>,
+    // Test hook: kills reader `index`, as a crash of its thread would.
+    caf::reacts_to<kill_atom, uint32_t>>;
+
+// Keeps the live queries: runs each on the reader pool, re-runs those a
+// commit may have changed (at most one run in flight per query), and hands
+// changed results to their subscribers.
+using watch_actor = caf::typed_actor<
+    // A batch committed with these changes.
+    caf::reacts_to<changed_atom, ChangeSet>,
+    // Subscribes to a live query.
+    caf::reacts_to<watch_atom, WatchRequest>,
+    // Ends the subscription with this id.
+    caf::reacts_to<unwatch_atom, uint64_t>,
+    // A run finished on a reader.
+    caf::reacts_to<watched_atom, WatchRun>,
+    // Calls back with the counters.
+    caf::reacts_to<stats_atom, WatchStatsCallback>,
+    // Closes every subscription, then calls back and stops.
     caf::reacts_to<stop_atom, Completion>>;
 
 // Runs once at open, before anything is dispatched. Detached: it scans

@@ -11,11 +11,13 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include <spool/handler.h>
+#include <spool/query.h>
 #include <spool/status.h>
 #include <spool/task.h>
 
@@ -55,6 +57,11 @@ using pause_atom = caf::atom_constant<caf::atom("pause")>;
 using limit_atom = caf::atom_constant<caf::atom("limit")>;
 using periodic_atom = caf::atom_constant<caf::atom("periodic")>;
 using gate_atom = caf::atom_constant<caf::atom("gate")>;
+using watch_atom = caf::atom_constant<caf::atom("watch")>;
+using unwatch_atom = caf::atom_constant<caf::atom("unwatch")>;
+using watched_atom = caf::atom_constant<caf::atom("watched")>;
+using stats_atom = caf::atom_constant<caf::atom("stats")>;
+using kill_atom = caf::atom_constant<caf::atom("kill")>;
 
 // ---- Payloads ----
 
@@ -281,7 +288,99 @@ struct ChangeSet {
 struct ReadJob {
   std::function<void(const storage::TaskStore::ReadView&)> run;
   std::function<void(const Status&)> fail;
+  // Times the pool handed this job to a reader. A job whose reader died
+  // before reporting back is queued again, a bounded number of times:
+  // queries only read, so running one twice is harmless.
+  uint32_t dispatches = 0;
 };
+
+// Queries handed to one reader at once, when several wait: it runs them one
+// after another, each on its own snapshot, then reports idle once. The pool
+// keeps a reference so that it can queue them again if the reader dies
+// before reporting back.
+using ReadBatch = std::shared_ptr<std::vector<ReadJob>>;
+
+// ---- Live queries ----
+
+// Which changes can affect a live query's result.
+struct WatchScope {
+  enum class Kind : uint8_t {
+    // One task: changes of that id.
+    kTask,
+    // A listing: changes that touch its status, type and group (each when
+    // the listing filters on it).
+    kList,
+    // Any change (counts).
+    kAny,
+  };
+  Kind kind = Kind::kAny;
+  TaskId id = 0;
+  std::optional<TaskStatus> status;
+  std::string type;
+  std::string group;
+};
+
+// A query the watch actor keeps running. Immutable once made, so that a
+// reader may run it while the watch actor holds it. Results travel
+// type-erased: each is a Result<T>, T fixed by the query (see key()).
+class LiveQuery {
+ public:
+  virtual ~LiveQuery() = default;
+
+  // The query's identity, including the type of its result: queries with
+  // equal keys are equal, and their subscribers share one run.
+  virtual const std::string& key() const = 0;
+
+  virtual const WatchScope& scope() const = 0;
+
+  // Runs the query on `view` and returns the hash of its result. Builds the
+  // result into *result only when `have_last` is false or the hash differs
+  // from `last_hash`, so that an unchanged result costs no copy. The hash
+  // and the result come from this one view.
+  virtual uint64_t Run(const storage::TaskStore::ReadView& view, bool have_last,
+                       uint64_t last_hash,
+                       std::shared_ptr<const void>* result) const = 0;
+
+  // A result carrying `error`, for a run that could not happen, and its
+  // hash.
+  virtual std::shared_ptr<const void> Error(const Status& error,
+                                            uint64_t* hash) const = 0;
+};
+
+// One subscriber: a latest-value slot that hands results to the
+// application's callback through the callback executor. Thread safe.
+class WatchSubscriber {
+ public:
+  virtual ~WatchSubscriber() = default;
+  // Offers a result (a Result<T> of the query's type), newer than every one
+  // offered before. Replaces one not yet delivered. Never blocks.
+  virtual void Offer(const std::shared_ptr<const void>& result) = 0;
+  // The runtime closes: delivers Closed, then nothing more.
+  virtual void Close() = 0;
+};
+
+// Subscribes `subscriber` to `query`.
+struct WatchRequest {
+  uint64_t id = 0;
+  std::shared_ptr<const LiveQuery> query;
+  std::shared_ptr<WatchSubscriber> subscriber;
+};
+
+// What one run of a live query produced, from the reader.
+struct WatchRun {
+  // The watched query and which of its runs this is.
+  uint64_t query = 0;
+  uint64_t run = 0;
+  // False when the run could not happen; `error` says why.
+  bool ran = false;
+  Status error;
+  uint64_t hash = 0;
+  // Set when the result changed (see LiveQuery::Run).
+  std::shared_ptr<const void> result;
+};
+
+// Answers a request for the live queries' counters.
+using WatchStatsCallback = std::function<void(const WatchStats&)>;
 
 }  // namespace spool::actors
 
@@ -300,5 +399,9 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::RecoveryJob)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::Result<size_t>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::ReadJob)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::ChangeSet)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::ReadBatch)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::WatchRequest)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::WatchRun)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::WatchStatsCallback)
 
 #endif  // SPOOL_ACTORS_MESSAGES_H_

@@ -168,6 +168,7 @@ Status RuntimeImpl::OpenInternal() {
   reader_config.store = store_.get();
   reader_config.readers = static_cast<uint32_t>(options_.readers);
   readers_ = actors::SpawnReaderPool(*actor_system_, reader_config);
+  StartQueries();  // Queries and live queries: the watcher.
 
   actors::scheduler_actor scheduler = scheduler_;
   clock_listener_ = clock_->AddListener(
@@ -536,6 +537,7 @@ void RuntimeImpl::RunClose(Promise<void> promise) {
   caf::anon_send(writer_, actors::barrier_atom::value, completion(committed));
   Status s = Await(committed);
   if (!s.ok() && result.ok()) result = s.WithContext("close");
+  StopQueries();  // Queries and live queries: ends the watches.
   Promise<void> readers_stopped;
   caf::anon_send(readers_, actors::stop_atom::value,
                  completion(readers_stopped));

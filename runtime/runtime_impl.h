@@ -18,6 +18,7 @@
 #include "actors/handler_registry.h"
 #include "runtime/test_hooks.h"
 #include "runtime/thread_executor.h"
+#include "storage/queries.h"
 #include "storage/task_store.h"
 
 namespace caf {
@@ -26,6 +27,8 @@ class actor_system_config;
 }  // namespace caf
 
 namespace spool {
+
+class WatchLink;
 
 class RuntimeImpl final : public Runtime {
  public:
@@ -154,6 +157,56 @@ class RuntimeImpl final : public Runtime {
   std::mutex close_mutex_;
   std::optional<Future<void>> close_future_;
   std::thread closer_;
+
+  // ---- Queries and live queries ----
+  // Implemented in runtime/runtime_queries.cc.
+ public:
+  Future<TaskPage> ListTasks(const TaskQuery& query) override;
+  Future<std::string> ListTasksJson(const TaskQuery& query) override;
+  Future<std::string> GetTaskJson(TaskId id) override;
+  Future<TypeCounts> CountByType() override;
+  Future<FailureHistory> GetFailureHistory(TaskId id) override;
+  Future<std::optional<TaskInfo>> OldestTask(TaskStatus status) override;
+  Future<std::optional<TaskInfo>> NextDueTask() override;
+  Status DeclareJsonPayload(std::string_view type) override;
+  Result<Watch> WatchTask(TaskId id, WatchCallback<TaskInfo> callback) override;
+  Result<Watch> WatchTaskJson(TaskId id,
+                              WatchCallback<std::string> callback) override;
+  Result<Watch> WatchList(const TaskQuery& query,
+                          WatchCallback<TaskPage> callback) override;
+  Result<Watch> WatchListJson(const TaskQuery& query,
+                              WatchCallback<std::string> callback) override;
+  Result<Watch> WatchCountByStatus(
+      WatchCallback<StatusCounts> callback) override;
+  Result<Watch> WatchCountByType(WatchCallback<TypeCounts> callback) override;
+  Future<WatchStats> GetWatchStats() override;
+
+ private:
+  // Spawns the watcher and attaches it to the writer (in OpenInternal,
+  // after the reader pool).
+  void StartQueries();
+  // Ends every watch with Closed and stops the watcher (in RunClose, after
+  // the last commit, before the reader pool stops).
+  void StopQueries();
+  // Runs `query` on a reader and resolves the future with what it returns.
+  template <class T, class Query>
+  Future<T> RunQuery(Query query);
+  // Subscribes `callback` to `query`.
+  template <class T>
+  Result<Watch> SubscribeLive(std::shared_ptr<const actors::LiveQuery> query,
+                              WatchCallback<T> callback);
+  // The JSON payload types as declared now, and a number that changes with
+  // them (live queries of JSON are told apart by it).
+  std::shared_ptr<const storage::JsonPayloadTypes> JsonTypes(
+      uint64_t* version) const;
+
+  actors::watch_actor watcher_;
+  std::shared_ptr<WatchLink> watch_link_;
+  std::atomic<uint64_t> next_watch_id_{1};
+  mutable std::mutex json_types_mutex_;
+  std::shared_ptr<const storage::JsonPayloadTypes> json_types_;
+  uint64_t json_types_version_ = 0;
+  // ---- End of queries ----
 };
 
 }  // namespace spool

@@ -35,6 +35,7 @@
 #include <spool/future.h>
 #include <spool/handler.h>
 #include <spool/options.h>
+#include <spool/query.h>
 #include <spool/status.h>
 #include <spool/task.h>
 
@@ -101,6 +102,69 @@ class Runtime {
 
   // Task counts by status, from one snapshot.
   virtual Future<StatusCounts> CountByStatus() = 0;
+
+  // ---- Queries and live queries ----
+  // See spool/query.h for pagination and the guarantees of Watch. Every
+  // query runs on a reader, on one snapshot; none waits for the writer.
+
+  // One page of the tasks that match `query`, in ascending id order.
+  // InvalidArgument for a limit outside 1..kMaxPageSize, a malformed cursor
+  // or one of another query.
+  virtual Future<TaskPage> ListTasks(const TaskQuery& query) = 0;
+
+  // ListTasks as one JSON object, built on the reader straight from the
+  // stored records, ready to send as an HTTP body:
+  //   {"tasks":[<task>,...],"next_cursor":"..."|null,"unreadable":[id,...]}
+  // Each <task> is the object described in spool/query.h ("Task JSON").
+  virtual Future<std::string> ListTasksJson(const TaskQuery& query) = 0;
+
+  // GetTask as one JSON object, as in ListTasksJson. NotFound for an unknown
+  // id; Corruption when its record fails verification.
+  virtual Future<std::string> GetTaskJson(TaskId id) = 0;
+
+  // Task counts by type and status, from one snapshot.
+  virtual Future<TypeCounts> CountByType() = 0;
+
+  // The failed attempts of task `id`. NotFound for an unknown id.
+  virtual Future<FailureHistory> GetFailureHistory(TaskId id) = 0;
+
+  // The task with `status` that was enqueued first (the lowest id), or
+  // nullopt when no task has that status.
+  virtual Future<std::optional<TaskInfo>> OldestTask(TaskStatus status) = 0;
+
+  // The waiting task that becomes due first (a delayed task or a retry, by
+  // next_attempt_at), or nullopt when none waits for a time.
+  virtual Future<std::optional<TaskInfo>> NextDueTask() = 0;
+
+  // Declares that payloads of tasks of `type` hold JSON, so that the JSON
+  // queries embed them instead of encoding them in base64. A payload that is
+  // not valid JSON is still written as base64, so a wrong declaration never
+  // breaks the output. Applies to queries made after it returns. May be
+  // called at any time, for types with or without a handler.
+  // InvalidArgument for an empty or oversized type.
+  virtual Status DeclareJsonPayload(std::string_view type) = 0;
+
+  // Live queries: each delivers its query's result now and again whenever
+  // it changes, through `callback` on the callback executor, until the
+  // returned Watch is unsubscribed or destroyed. InvalidArgument for a null
+  // callback or an invalid query (as ListTasks), Closed after Close.
+  virtual Result<Watch> WatchTask(TaskId id,
+                                  WatchCallback<TaskInfo> callback) = 0;
+  virtual Result<Watch> WatchTaskJson(TaskId id,
+                                      WatchCallback<std::string> callback) = 0;
+  virtual Result<Watch> WatchList(const TaskQuery& query,
+                                  WatchCallback<TaskPage> callback) = 0;
+  virtual Result<Watch> WatchListJson(const TaskQuery& query,
+                                      WatchCallback<std::string> callback) = 0;
+  virtual Result<Watch> WatchCountByStatus(
+      WatchCallback<StatusCounts> callback) = 0;
+  virtual Result<Watch> WatchCountByType(
+      WatchCallback<TypeCounts> callback) = 0;
+
+  // Counters of the live queries. Resolves after every change committed
+  // before the call has been matched against the subscriptions.
+  virtual Future<WatchStats> GetWatchStats() = 0;
+  // ---- End of queries ----
 
   // ---- Task control ----
   //

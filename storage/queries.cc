@@ -1,0 +1,505 @@
+#include "storage/queries.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+
+#include <rocksdb/perf_level.h>
+
+#include "storage/keys.h"
+#include "storage/record.h"
+#include "storage/task_record_generated.h"
+
+namespace spool::storage {
+namespace {
+
+// "c1", the id after which the next page starts (16 hex digits), and a
+// fingerprint of the filters (8 hex digits), so that a cursor handed to
+// another query is caught instead of silently skipping tasks.
+constexpr std::string_view kCursorVersion = "c1";
+constexpr size_t kCursorSize = 2 + 16 + 8;
+
+// FNV-1a, 32 bits: stable across processes and versions, so cursors survive
+// a restart. Not a security measure; a cursor is not a secret.
+uint32_t Fnv1a(uint32_t hash, std::string_view bytes) {
+  for (unsigned char c : bytes) {
+    hash ^= c;
+    hash *= 16777619u;
+  }
+  return hash;
+}
+
+uint32_t FilterFingerprint(const ListSpec& spec) {
+  uint32_t hash = 2166136261u;
+  char status = spec.status ? static_cast<char>(*spec.status) : '\xff';
+  hash = Fnv1a(hash, std::string_view(&status, 1));
+  // Length-prefixed, so that ("ab", "c") and ("a", "bc") differ.
+  std::string parts;
+  PutKeyString(&parts, spec.type);
+  PutKeyString(&parts, spec.group);
+  return Fnv1a(hash, parts);
+}
+
+void AppendHex(uint64_t value, int digits, std::string* out) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  for (int i = digits - 1; i >= 0; --i) {
+    out->push_back(kDigits[(value >> (4 * i)) & 0xf]);
+  }
+}
+
+bool ParseHex(std::string_view text, uint64_t* value) {
+  uint64_t v = 0;
+  for (char c : text) {
+    int digit;
+    if (c >= '0' && c <= '9') {
+      digit = c - '0';
+    } else if (c >= 'a' && c <= 'f') {
+      digit = c - 'a' + 10;
+    } else {
+      return false;
+    }
+    v = (v << 4) | static_cast<uint64_t>(digit);
+  }
+  *value = v;
+  return true;
+}
+
+// The key where a scan of `prefix` resumes after task `after`: the prefix
+// followed by the next id, big-endian.
+std::string ResumeKey(std::string_view prefix, TaskId after) {
+  std::string key(prefix);
+  PutBigEndian64(&key, after + 1);
+  return key;
+}
+
+TaskId TrailingId(std::string_view key) {
+  TaskId id = 0;
+  DecodeTrailingId(key, &id);
+  return id;
+}
+
+// Candidate ids whose gaps are at most this are read with one forward scan
+// of the `tasks` family (skipping the records in between) instead of one
+// point lookup each: a lookup searches the memtable's skiplist and every
+// level, a step of an iterator follows one link.
+constexpr TaskId kMaxScanGap = 8;
+// Runs shorter than this use point lookups: opening an iterator costs about
+// as much as two lookups.
+constexpr size_t kMinScanRun = 3;
+// Candidates buffered before their records are read, when the record decides
+// whether they match (a group listing with a type).
+constexpr size_t kCheckedBatch = 64;
+
+// Builds one page from candidate ids offered in ascending order: reads,
+// verifies and filters their records, stops at the limit (learning whether
+// more follow from the next match) or when the scan budget is spent.
+// Candidates are buffered and their records read together, in id order.
+class PageBuilder {
+ public:
+  PageBuilder(const TaskStore::ReadView& view, const ListSpec& spec,
+              const PageVisitor& visit, PageInfo* info)
+      : view_(view),
+        spec_(spec),
+        visit_(visit),
+        info_(info),
+        // Only a group listing with a type needs the record to decide.
+        check_type_(!spec.group.empty() && !spec.type.empty()) {
+    pending_.reserve(check_type_ ? kCheckedBatch : spec.limit);
+  }
+
+  // Counts one index entry examined; returns false once the budget is
+  // spent, after noting where the next page must resume.
+  bool Examine(TaskId id) {
+    ++info_->examined;
+    last_examined_ = id;
+    if (info_->examined > spec_.limit + kMaxPageScan) {
+      budget_spent_ = true;
+      return false;
+    }
+    return true;
+  }
+
+  // Offers the next candidate id; returns false when the page is complete.
+  bool Offer(TaskId id) {
+    if (done_) return false;
+    if (!check_type_ && produced_ + pending_.size() == spec_.limit) {
+      // A sure match beyond the limit: more follow, and this one is not
+      // read.
+      more_ = true;
+      Flush();
+      return Stop();
+    }
+    pending_.push_back(id);
+    if (check_type_ && pending_.size() == kCheckedBatch) return Flush();
+    return true;
+  }
+
+  // Offers a record read by a scan of the `tasks` family.
+  bool OfferRecord(TaskId id, std::string_view bytes) {
+    if (done_) return false;
+    // FlatBuffers reads scalars in place and needs them aligned (its
+    // verifier checks offsets relative to the buffer, not addresses). An
+    // iterator's value lies wherever the memtable or block put it, so a
+    // misaligned one is copied; a std::string's heap buffer is aligned.
+    if (reinterpret_cast<uintptr_t>(bytes.data()) % alignof(uint64_t) != 0) {
+      aligned_.assign(bytes.data(), bytes.size());
+      bytes = aligned_;
+    }
+    const fb::TaskRecord* table = nullptr;
+    if (!VerifyRecord(id, bytes, &table).ok()) return Unreadable(id);
+    if (check_type_ && table->type()->string_view() != spec_.type) {
+      return true;
+    }
+    if (produced_ == spec_.limit) {
+      more_ = true;
+      return Stop();
+    }
+    ++produced_;
+    last_produced_ = id;
+    visit_(bytes, *table);
+    return true;
+  }
+
+  // Reads what is still buffered and sets the cursor; returns the first
+  // error.
+  Status Finish() {
+    if (!done_) Flush();
+    if (!status_.ok()) return status_;
+    if (more_) {
+      info_->next_cursor = EncodeCursor(spec_, last_produced_);
+    } else if (budget_spent_) {
+      info_->next_cursor = EncodeCursor(spec_, last_examined_);
+    }
+    return Status::OK();
+  }
+
+ private:
+  // Reads the buffered candidates' records: runs of close ids with one scan,
+  // the others with point lookups. Returns false when the page is complete.
+  bool Flush() {
+    size_t i = 0;
+    while (i < pending_.size() && !done_) {
+      size_t j = i + 1;
+      while (j < pending_.size() &&
+             pending_[j] - pending_[j - 1] <= kMaxScanGap) {
+        ++j;
+      }
+      if (j - i >= kMinScanRun) {
+        ReadRun(i, j);
+      } else {
+        for (size_t k = i; k < j && !done_; ++k) ReadOne(pending_[k]);
+      }
+      i = j;
+    }
+    pending_.clear();
+    return !done_;
+  }
+
+  void ReadOne(TaskId id) {
+    Status s = view_.GetRaw(id, &buffer_);
+    if (s.ok()) {
+      OfferRecord(id, buffer_);
+    } else if (s.IsNotFound()) {
+      // Index and record come from one snapshot and one WriteBatch, so this
+      // is damage, not a race.
+      Unreadable(id);
+    } else {
+      Fail(s);
+    }
+  }
+
+  // Reads pending_[from, to) with one scan of the `tasks` family.
+  void ReadRun(size_t from, size_t to) {
+    size_t next = from;
+    const TaskId last = pending_[to - 1];
+    Status s = view_.Scan(ColumnFamily::kTasks, "", TaskKey(pending_[from]),
+                          [&](std::string_view key, std::string_view value) {
+                            TaskId id = 0;
+                            if (!DecodeTaskKey(key, &id)) return true;
+                            // Wanted ids the scan passed have no record.
+                            while (next < to && pending_[next] < id) {
+                              if (!Unreadable(pending_[next++])) return false;
+                            }
+                            if (next < to && pending_[next] == id) {
+                              ++next;
+                              if (!OfferRecord(id, value)) return false;
+                            }
+                            return next < to && id < last;
+                          });
+    if (!s.ok()) {
+      Fail(s);
+      return;
+    }
+    while (next < to && !done_) Unreadable(pending_[next++]);
+  }
+
+  bool Unreadable(TaskId id) {
+    if (produced_ == spec_.limit) {
+      more_ = true;
+      return Stop();
+    }
+    ++produced_;
+    last_produced_ = id;
+    info_->unreadable.push_back(id);
+    return true;
+  }
+  void Fail(const Status& s) {
+    status_ = s;
+    done_ = true;
+  }
+  bool Stop() {
+    done_ = true;
+    return false;
+  }
+
+  const TaskStore::ReadView& view_;
+  const ListSpec& spec_;
+  const PageVisitor& visit_;
+  PageInfo* info_;
+  const bool check_type_;
+  // Candidates whose records are not read yet, ascending.
+  std::vector<TaskId> pending_;
+  std::string buffer_;
+  // A copy of a misaligned record (see OfferRecord).
+  std::string aligned_;
+  Status status_;
+  size_t produced_ = 0;
+  TaskId last_produced_ = 0;
+  TaskId last_examined_ = 0;
+  bool more_ = false;
+  bool budget_spent_ = false;
+  bool done_ = false;
+};
+
+// Scans one id-ordered index range, offering each id.
+Status ScanIds(const TaskStore::ReadView& view, ColumnFamily family,
+               const std::string& prefix, TaskId after, PageBuilder* page) {
+  return view.Scan(family, prefix, ResumeKey(prefix, after),
+                   [&](std::string_view key, std::string_view) {
+                     TaskId id = TrailingId(key);
+                     return page->Examine(id) && page->Offer(id);
+                   });
+}
+
+}  // namespace
+
+Status ParseTaskQuery(const TaskQuery& query, ListSpec* spec) {
+  if (query.limit == 0 || query.limit > kMaxPageSize) {
+    return Status::InvalidArgument("limit must be between 1 and " +
+                                   std::to_string(kMaxPageSize) + ", got " +
+                                   std::to_string(query.limit));
+  }
+  if (query.type.size() > kMaxKeyString || query.group.size() > kMaxKeyString) {
+    return Status::InvalidArgument("type or group is longer than " +
+                                   std::to_string(kMaxKeyString) + " bytes");
+  }
+  if (query.status && static_cast<size_t>(*query.status) >= kTaskStatusCount) {
+    return Status::InvalidArgument("status is out of range");
+  }
+  spec->status = query.status;
+  spec->type = query.type;
+  spec->group = query.group;
+  spec->limit = query.limit;
+  spec->after = 0;
+  if (query.cursor.empty()) return Status::OK();
+
+  std::string_view cursor = query.cursor;
+  uint64_t after = 0;
+  uint64_t fingerprint = 0;
+  if (cursor.size() != kCursorSize ||
+      cursor.substr(0, kCursorVersion.size()) != kCursorVersion ||
+      !ParseHex(cursor.substr(2, 16), &after) ||
+      !ParseHex(cursor.substr(18, 8), &fingerprint)) {
+    return Status::InvalidArgument("malformed cursor '" + query.cursor + "'");
+  }
+  if (fingerprint != FilterFingerprint(*spec)) {
+    return Status::InvalidArgument(
+        "the cursor belongs to a query with other filters");
+  }
+  spec->after = after;
+  return Status::OK();
+}
+
+std::string EncodeCursor(const ListSpec& spec, TaskId last) {
+  std::string cursor(kCursorVersion);
+  cursor.reserve(kCursorSize);
+  AppendHex(last, 16, &cursor);
+  AppendHex(FilterFingerprint(spec), 8, &cursor);
+  return cursor;
+}
+
+Status ListPage(const TaskStore::ReadView& view, const ListSpec& spec,
+                const PageVisitor& visit, PageInfo* info) {
+  *info = PageInfo{};
+  PageBuilder page(view, spec, visit, info);
+  // Nothing is above the largest id.
+  if (spec.after == std::numeric_limits<TaskId>::max()) return page.Finish();
+
+  Status s;
+  if (!spec.group.empty()) {
+    std::string prefix = GroupIndexPrefix(spec.group);
+    s = view.Scan(
+        ColumnFamily::kByGroup, prefix, ResumeKey(prefix, spec.after),
+        [&](std::string_view key, std::string_view value) {
+          TaskId id = TrailingId(key);
+          if (!page.Examine(id)) return false;
+          if (spec.status &&
+              (value.size() != 1 || static_cast<uint8_t>(value[0]) !=
+                                        static_cast<uint8_t>(*spec.status))) {
+            return true;
+          }
+          return page.Offer(id);
+        });
+  } else if (!spec.type.empty() && spec.status) {
+    s = ScanIds(view, ColumnFamily::kByType,
+                TypeIndexPrefix(spec.type, *spec.status), spec.after, &page);
+  } else if (!spec.type.empty()) {
+    // One range per status, each cut at limit + 1 ids: the first limit + 1
+    // ids of the union are among them.
+    std::vector<TaskId> ids;
+    for (size_t status = 0; status < kTaskStatusCount && s.ok(); ++status) {
+      size_t taken = 0;
+      std::string prefix =
+          TypeIndexPrefix(spec.type, static_cast<TaskStatus>(status));
+      s = view.Scan(ColumnFamily::kByType, prefix,
+                    ResumeKey(prefix, spec.after),
+                    [&](std::string_view key, std::string_view) {
+                      ids.push_back(TrailingId(key));
+                      return ++taken <= spec.limit;
+                    });
+    }
+    if (s.ok()) {
+      std::sort(ids.begin(), ids.end());
+      for (TaskId id : ids) {
+        if (!page.Examine(id) || !page.Offer(id)) break;
+      }
+    }
+  } else if (spec.status) {
+    s = ScanIds(view, ColumnFamily::kByStatus, StatusIndexPrefix(*spec.status),
+                spec.after, &page);
+  } else {
+    s = view.Scan(ColumnFamily::kTasks, "", TaskKey(spec.after + 1),
+                  [&](std::string_view key, std::string_view value) {
+                    TaskId id = 0;
+                    if (!DecodeTaskKey(key, &id)) return true;
+                    return page.Examine(id) && page.OfferRecord(id, value);
+                  });
+  }
+  if (!s.ok()) return s;
+  return page.Finish();
+}
+
+JsonPayloadTypes JsonPayloadTypes::With(std::string_view type) const {
+  JsonPayloadTypes copy = *this;
+  auto at = std::lower_bound(copy.types_.begin(), copy.types_.end(), type);
+  if (at == copy.types_.end() || *at != type) {
+    copy.types_.insert(at, std::string(type));
+  }
+  return copy;
+}
+
+bool JsonPayloadTypes::Contains(std::string_view type) const {
+  auto at = std::lower_bound(types_.begin(), types_.end(), type);
+  return at != types_.end() && *at == type;
+}
+
+PayloadFormat FormatOf(const fb::TaskRecord& record,
+                       const JsonPayloadTypes* json_types) {
+  if (json_types == nullptr || json_types->size() == 0) {
+    return PayloadFormat::kBinary;
+  }
+  return json_types->FormatOf(record.type()->string_view());
+}
+
+PageJsonWriter::PageJsonWriter(std::string* out) : writer_(out) {
+  writer_.BeginObject();
+  writer_.LiteralKey("tasks");
+  writer_.BeginArray();
+}
+
+void PageJsonWriter::Add(const fb::TaskRecord& record, PayloadFormat format) {
+  WriteTaskJson(record, format, &writer_);
+}
+
+void PageJsonWriter::Finish(const PageInfo& info) {
+  writer_.EndArray();
+  writer_.LiteralKey("next_cursor");
+  if (info.next_cursor.empty()) {
+    writer_.Null();
+  } else {
+    writer_.String(info.next_cursor);
+  }
+  writer_.LiteralKey("unreadable");
+  writer_.BeginArray();
+  for (TaskId id : info.unreadable) writer_.Uint(id);
+  writer_.EndArray();
+  writer_.EndObject();
+}
+
+Status ListPageJson(const TaskStore::ReadView& view, const ListSpec& spec,
+                    const JsonPayloadTypes* json_types, std::string* out) {
+  PageJsonWriter json(out);
+  PageInfo info;
+  size_t written = 0;
+  const size_t start = out->size();
+  Status s = ListPage(
+      view, spec,
+      [&](std::string_view, const fb::TaskRecord& record) {
+        json.Add(record, FormatOf(record, json_types));
+        if (++written == 1) {
+          // Size the buffer once, from the first task, instead of letting a
+          // page of thousands regrow it (each regrowth copies it all).
+          size_t per_task = out->size() - start + 16;
+          out->reserve(out->size() + per_task * (spec.limit - 1) + 128);
+        }
+      },
+      &info);
+  if (!s.ok()) return s;
+  json.Finish(info);
+  return Status::OK();
+}
+
+Status OldestWithStatus(const TaskStore::ReadView& view, TaskStatus status,
+                        std::optional<TaskId>* id) {
+  id->reset();
+  return view.Scan(ColumnFamily::kByStatus, StatusIndexPrefix(status), "",
+                   [&](std::string_view key, std::string_view) {
+                     *id = TrailingId(key);
+                     return false;
+                   });
+}
+
+Status NextDue(const TaskStore::ReadView& view, std::optional<TaskId>* id) {
+  id->reset();
+  Status decoded;
+  Status s = view.Scan(ColumnFamily::kScheduled, "", "",
+                       [&](std::string_view, std::string_view value) {
+                         QueueValue queued;
+                         if (DecodeQueueValue(value, &queued)) {
+                           *id = queued.id;
+                         } else {
+                           decoded = Status::Corruption(
+                               "a scheduled entry holds a malformed value");
+                         }
+                         return false;
+                       });
+  return s.ok() ? decoded : s;
+}
+
+Status ReadRecord(const TaskStore::ReadView& view, TaskId id,
+                  std::string* bytes, const fb::TaskRecord** table) {
+  Status s = view.GetRaw(id, bytes);
+  if (s.IsNotFound()) {
+    return Status::NotFound("task " + std::to_string(id) + " does not exist");
+  }
+  if (!s.ok()) return s;
+  return VerifyRecord(id, *bytes, table);
+}
+
+void DisablePerfCountersOnThisThread() {
+  if (rocksdb::GetPerfLevel() != rocksdb::PerfLevel::kDisable) {
+    rocksdb::SetPerfLevel(rocksdb::PerfLevel::kDisable);
+  }
+}
+
+}  // namespace spool::storage

@@ -1,0 +1,139 @@
+// Queries over the index families: paginated listings, their cursors and
+// JSON form, the oldest task of a status and the next one due.
+//
+// Everything here reads one TaskStore::ReadView, so a result is one
+// snapshot. Work is bounded per call: a page reads at most `limit` records
+// (+1 to learn whether more follow) and at most kMaxPageScan index entries
+// beyond them; nothing here walks a whole family.
+//
+// Which index serves a listing:
+//   no filter        the `tasks` family itself, from the cursor's id
+//   status           by_status (status, id)
+//   type + status    by_type (type, status, id)
+//   type             by_type, the 8 status ranges merged by id
+//   group [+status]  by_group (group, id) -> status, status checked on the
+//                    index value
+//   group + type     by_group, type checked on the record
+// In every case tasks come in ascending id order and the cursor is the last
+// id a page covered, so pages never overlap (see spool/query.h).
+
+#ifndef SPOOL_STORAGE_QUERIES_H_
+#define SPOOL_STORAGE_QUERIES_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <spool/query.h>
+#include <spool/status.h>
+#include <spool/task.h>
+
+#include "storage/json_writer.h"
+#include "storage/record_json.h"
+#include "storage/task_store.h"
+
+namespace spool::storage {
+
+// A listing, validated: what one page reads.
+struct ListSpec {
+  std::optional<TaskStatus> status;
+  std::string type;
+  std::string group;
+  size_t limit = 100;
+  // The page holds ids above this one.
+  TaskId after = 0;
+};
+
+// Checks `query` and turns it into a spec: InvalidArgument for a limit
+// outside 1..kMaxPageSize, a type or group too long for a key, a malformed
+// cursor, or a cursor of a query with other filters.
+Status ParseTaskQuery(const TaskQuery& query, ListSpec* spec);
+
+// The cursor that continues `spec` after task `last`.
+std::string EncodeCursor(const ListSpec& spec, TaskId last);
+
+// What a page found besides its records.
+struct PageInfo {
+  // Empty when the listing is complete.
+  std::string next_cursor;
+  // Listed by the index, but the record is missing or fails verification.
+  std::vector<TaskId> unreadable;
+  // Index entries (or records, without filters) examined.
+  size_t examined = 0;
+};
+
+// Called for each record of a page, in ascending id order. `bytes` is the
+// verified record, valid only during the call; `record` reads it in place.
+using PageVisitor =
+    std::function<void(std::string_view bytes, const fb::TaskRecord& record)>;
+
+// Reads one page of `spec` on `view`, calling `visit` for each record, and
+// fills *info. Returns the first storage error (the page is then partial
+// and must be discarded).
+Status ListPage(const TaskStore::ReadView& view, const ListSpec& spec,
+                const PageVisitor& visit, PageInfo* info);
+
+// The task types whose payloads are declared JSON. A sorted vector: lookups
+// allocate nothing.
+class JsonPayloadTypes {
+ public:
+  JsonPayloadTypes() = default;
+  // Returns a copy with `type` added.
+  JsonPayloadTypes With(std::string_view type) const;
+  bool Contains(std::string_view type) const;
+  PayloadFormat FormatOf(std::string_view type) const {
+    return Contains(type) ? PayloadFormat::kJson : PayloadFormat::kBinary;
+  }
+  size_t size() const { return types_.size(); }
+
+ private:
+  std::vector<std::string> types_;
+};
+
+// The payload format of one record under `json_types` (null: none declared).
+PayloadFormat FormatOf(const fb::TaskRecord& record,
+                       const JsonPayloadTypes* json_types);
+
+// Writes a page as one JSON object into a string:
+//   {"tasks":[<task>,...],"next_cursor":"..."|null,"unreadable":[id,...]}
+// Add each record, then Finish once.
+class PageJsonWriter {
+ public:
+  // Appends to *out, which must outlive the writer.
+  explicit PageJsonWriter(std::string* out);
+  void Add(const fb::TaskRecord& record, PayloadFormat format);
+  void Finish(const PageInfo& info);
+
+ private:
+  JsonWriter writer_;
+};
+
+// ListPage straight into JSON (see PageJsonWriter), with no object per task.
+Status ListPageJson(const TaskStore::ReadView& view, const ListSpec& spec,
+                    const JsonPayloadTypes* json_types, std::string* out);
+
+// The lowest id with `status` (the oldest such task), or nullopt.
+Status OldestWithStatus(const TaskStore::ReadView& view, TaskStatus status,
+                        std::optional<TaskId>* id);
+
+// The task that becomes due first among those waiting for a time (the head
+// of the `scheduled` family), or nullopt.
+Status NextDue(const TaskStore::ReadView& view, std::optional<TaskId>* id);
+
+// Reads and verifies the record of `id`: NotFound when there is none,
+// Corruption when it fails verification. *table points into *bytes.
+Status ReadRecord(const TaskStore::ReadView& view, TaskId id,
+                  std::string* bytes, const fb::TaskRecord** table);
+
+// Turns off RocksDB's per-thread perf counters (perf_context) on the calling
+// thread. Nothing in spool reads them, and a shared librocksdb reaches them
+// through __tls_get_addr at every step of a read; reader threads call this.
+void DisablePerfCountersOnThisThread();
+
+}  // namespace spool::storage
+
+#endif  // SPOOL_STORAGE_QUERIES_H_
