@@ -509,7 +509,9 @@ Status ReadKeyFile(const std::string& path, std::string_view what,
   std::FILE* file = std::fopen(path.c_str(), "rb");
   if (file == nullptr) {
     int error = errno;
-    if (error == ENOENT) return Status::NotFound(where + ": no such file");
+    if (error == ENOENT) {
+      return Status::InvalidArgument(where + ": no such file");
+    }
     return Status::IOError(where + ": " + std::strerror(error));
   }
   std::string text;

@@ -191,8 +191,9 @@ Status KeyFromHex(std::string_view hex, std::string_view what,
 Status ParseKeyFile(std::string_view text, std::string_view what,
                     std::string* current, std::vector<std::string>* previous);
 
-// Reads and parses the key file at `path`. NotFound, IOError or
-// InvalidArgument, each naming `what` and the path.
+// Reads and parses the key file at `path`. IOError when it cannot be read,
+// InvalidArgument for a missing file or bad contents; each names `what` and
+// the path.
 Status ReadKeyFile(const std::string& path, std::string_view what,
                    std::string* current, std::vector<std::string>* previous);
 
