@@ -430,8 +430,10 @@ Status TaskStore::CheckIndexesLocked(size_t* mismatches,
 }
 
 Status TaskStore::RepairIndexes() {
+  Status s = SetAsideUnreadable();
+  if (!s.ok()) return s;
   ExpectedIndexes expected;
-  Status s = ExpectedFromRecords(
+  s = ExpectedFromRecords(
       [this](const auto& fn) { return ForEachRecordLocked(fn); }, tagger(),
       &expected);
   if (!s.ok()) return s;

@@ -178,6 +178,10 @@ class TaskStore {
     Status CountByStatus(std::array<uint64_t, kTaskStatusCount>* counts) const;
     // Counts by type and status, as of this view.
     Status CountByType(TypeCounts* counts) const;
+    // TaskStore::StoredGroup, for queries by group over this view.
+    std::string StoredGroup(std::string_view group) const {
+      return store_->StoredGroup(group);
+    }
     // What to say about task `id` when GetRaw found no record: `not_found`
     // itself, or, for a task set aside in `corrupt`, Corruption naming it
     // and why it cannot be read.
@@ -316,6 +320,11 @@ class TaskStore {
   // Makes every index family match the records (after a record was set
   // aside, its index entries are not all known).
   Status RepairIndexes();
+  // Moves every record of `tasks` that cannot be read (opened and
+  // verified) to `corrupt`, as stored. RepairIndexes runs it first, so that
+  // a record the rebuild cannot index is set aside (listed, and releasable
+  // once readable) instead of left in `tasks` with no index entry.
+  Status SetAsideUnreadable();
   rocksdb::ColumnFamilyHandle* Handle(ColumnFamily family) const {
     return handles_[static_cast<size_t>(family)];
   }

@@ -164,6 +164,37 @@ Status TaskStore::OpenRecord(TaskId id, std::string* bytes) const {
   return Status::OK();
 }
 
+Status TaskStore::SetAsideUnreadable() {
+  rocksdb::WriteBatch batch;
+  std::unique_ptr<rocksdb::Iterator> it(
+      db_->NewIterator(rocksdb::ReadOptions(), Handle(ColumnFamily::kTasks)));
+  std::string bytes;
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    TaskId id = 0;
+    std::string_view key(it->key().data(), it->key().size());
+    if (!DecodeTaskKey(key, &id)) continue;
+    std::string_view stored(it->value().data(), it->value().size());
+    bytes.assign(stored);
+    const fb::TaskRecord* table = nullptr;
+    Status s = OpenRecord(id, &bytes);
+    if (s.ok()) s = VerifyRecord(id, bytes, &table);
+    if (s.ok()) continue;
+    std::string aside(stored);
+    if (encrypted() && !IsSealed(aside)) {
+      std::string_view value;
+      s = StoredValue(id, std::string(stored), &aside, &value);
+      if (!s.ok()) return s;
+    }
+    batch.Put(Handle(ColumnFamily::kCorrupt), it->key(), aside);
+    batch.Delete(Handle(ColumnFamily::kTasks), it->key());
+  }
+  Status s = RocksError(it->status(), "looking for unreadable records");
+  if (!s.ok() || batch.Count() == 0) return s;
+  rocksdb::WriteOptions wo;
+  wo.sync = options_.durability == Durability::kSync;
+  return RocksError(db_->Write(wo, &batch), "setting unreadable records aside");
+}
+
 Status TaskStore::StoredValue(TaskId id, std::string_view plain,
                               std::string* scratch,
                               std::string_view* value) const {

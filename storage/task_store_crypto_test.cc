@@ -123,6 +123,7 @@ TEST_F(EncryptedStoreTest, RecordsAreSealedAndIndexesHoldTagsOnly) {
   std::string group_tag = store->StoredGroup("group-marker");
   EXPECT_EQ(group_tag.size(), kLookupTagBytes);
   EXPECT_EQ(store->StoredGroup(""), "");
+  EXPECT_EQ(store->NewReadView()->StoredGroup("group-marker"), group_tag);
   for (ColumnFamily family :
        {ColumnFamily::kByGroup, ColumnFamily::kDedup, ColumnFamily::kReady}) {
     for (const auto& [key, value] : Family(*store, family)) {

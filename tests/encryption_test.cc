@@ -421,13 +421,26 @@ TEST_F(EncryptionTest, ARecordCopiedOntoAnotherIdIsRefused) {
 }
 
 // A key dropped too early: its records are set aside, not lost, and come
-// back with Release once the key is configured again.
+// back with Release once the key is configured again. Queued records are
+// set aside when the scheduler claims them; the rest (finished, or waiting
+// for a later time) when the next open rebuilds the indexes, so that none
+// is left in the store unindexed.
 TEST_F(EncryptionTest, RecordsOfAKeyThatIsGoneReturnWhenItIsRestored) {
   std::vector<TaskId> old_ids;
+  TaskId old_done = 0;
+  TaskId old_later = 0;
   {
     auto runtime = OpenOrDie(KeyedOptions(key_a_));
     ASSERT_TRUE(runtime->RegisterHandler("t", Ok).ok());
-    old_ids = EnqueueN(runtime.get(), "t", 5);
+    ASSERT_TRUE(runtime->RegisterHandler("later", Ok).ok());
+    ASSERT_TRUE(runtime->Start().ok());
+    old_done = EnqueueN(runtime.get(), "t", 1)[0];
+    ASSERT_TRUE(Await(runtime->Drain()).ok());
+    ASSERT_TRUE(runtime->Pause().ok());
+    EnqueueOptions delayed;
+    delayed.delay = std::chrono::hours(1);
+    old_later = EnqueueN(runtime.get(), "later", 1, delayed)[0];
+    old_ids = EnqueueN(runtime.get(), "t", 5);  // paused: they stay queued
     CloseOrDie(&runtime);
   }
   TaskId new_id = 0;
@@ -444,15 +457,16 @@ TEST_F(EncryptionTest, RecordsOfAKeyThatIsGoneReturnWhenItIsRestored) {
     runs++;
     return Status::OK();
   };
+  Result<std::string> id_a = EncryptionKeyId(key_a_);
+  ASSERT_TRUE(id_a.ok());
   {
     // A dropped before ReencryptAll: the store opens (its lookup key is
     // sealed with B now), A's records cannot be read.
     auto runtime = OpenOrDie(KeyedOptions(key_b_));
     ASSERT_TRUE(runtime->RegisterHandler("t", counting).ok());
+    ASSERT_TRUE(runtime->RegisterHandler("later", Ok).ok());
     auto info = Await(runtime->GetTask(old_ids[0]));
     EXPECT_TRUE(info.status().IsCorruption());
-    Result<std::string> id_a = EncryptionKeyId(key_a_);
-    ASSERT_TRUE(id_a.ok());
     EXPECT_NE(info.status().message().find("key id " + *id_a +
                                            ", which is not configured"),
               std::string::npos)
@@ -471,12 +485,23 @@ TEST_F(EncryptionTest, RecordsOfAKeyThatIsGoneReturnWhenItIsRestored) {
         Await(runtime->Release(old_ids[0])).status().IsFailedPrecondition());
     CloseOrDie(&runtime);
   }
+  {
+    // Opened again without A: the indexes are rebuilt, and the records
+    // nobody claimed are set aside too.
+    auto runtime = OpenOrDie(KeyedOptions(key_b_));
+    auto aside = Await(runtime->ListSetAside());
+    ASSERT_TRUE(aside.ok());
+    EXPECT_EQ(aside->size(), old_ids.size() + 2);
+    EXPECT_TRUE(Await(runtime->GetTask(old_later)).status().IsCorruption());
+    CloseOrDie(&runtime);
+  }
   runs = 0;
   auto runtime = OpenOrDie(KeyedOptions(key_b_, {key_a_}));
   ASSERT_TRUE(runtime->RegisterHandler("t", counting).ok());
+  ASSERT_TRUE(runtime->RegisterHandler("later", Ok).ok());
   auto aside = Await(runtime->ListSetAside());
   ASSERT_TRUE(aside.ok());
-  ASSERT_EQ(aside->size(), old_ids.size());
+  ASSERT_EQ(aside->size(), old_ids.size() + 2);
   for (const SetAsideTask& task : *aside) {
     EXPECT_TRUE(task.reason.ok()) << task.reason.ToString();
   }
@@ -484,8 +509,8 @@ TEST_F(EncryptionTest, RecordsOfAKeyThatIsGoneReturnWhenItIsRestored) {
   EXPECT_NE(info.status().message().find("can be now"), std::string::npos)
       << info.status().ToString();
   ASSERT_TRUE(runtime->Start().ok());
-  for (TaskId id : old_ids) {
-    Result<void> released = Await(runtime->Release(id));
+  for (const SetAsideTask& task : *aside) {
+    Result<void> released = Await(runtime->Release(task.id));
     EXPECT_TRUE(released.ok()) << released.status().ToString();
   }
   ASSERT_TRUE(Await(runtime->Drain()).ok());
@@ -496,6 +521,12 @@ TEST_F(EncryptionTest, RecordsOfAKeyThatIsGoneReturnWhenItIsRestored) {
     EXPECT_EQ(done->status, TaskStatus::kSucceeded);
     EXPECT_EQ(done->attempts, 1u);
   }
+  // Back as they were: finished, and still waiting for its time.
+  EXPECT_EQ(Await(runtime->GetTask(old_done))->status, TaskStatus::kSucceeded);
+  auto later = Await(runtime->GetTask(old_later));
+  ASSERT_TRUE(later.ok());
+  EXPECT_EQ(later->status, TaskStatus::kPending);
+  EXPECT_TRUE(later->next_attempt_at.has_value());
   EXPECT_TRUE(Await(runtime->ListSetAside())->empty());
   CloseOrDie(&runtime);
   auto store = OpenStore(key_b_, {key_a_});
