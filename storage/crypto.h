@@ -149,6 +149,8 @@ class KeyRing {
 
   // keys_[0] is the current key.
   std::vector<Key> keys_;
+  // Names this ring's keys in per-thread cipher caches.
+  uint64_t serial_ = 0;
 };
 
 // Turns groups and dedup keys into the tags stored in index keys and queue

@@ -3,7 +3,10 @@
 
 #include "storage/crypto.h"
 
+#include <atomic>
+#include <mutex>
 #include <set>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -235,6 +238,71 @@ TEST(LookupTaggerTest, IsDeterministicKeyedAndSeparatesDomains) {
   EXPECT_NE(tagger.Tag('g', "orders"), tagger.Tag('g', "orders2"));
   // The tag is HMAC-SHA256 of the domain byte and the value.
   EXPECT_EQ(tagger.Tag('g', "orders"), HmacSha256(key, "gorders"));
+}
+
+// The per-thread caches (keyed cipher contexts, keyed HMAC context, nonce
+// pool) must never mix keys up, whatever the order of calls and threads.
+TEST(CryptoCacheTest, InterleavedRingsTaggersAndThreadsStayApart) {
+  std::string key_a = NewRandomKey();
+  std::string key_b = NewRandomKey();
+  auto a = Ring(key_a);
+  auto b = Ring(key_b);
+  std::string sealed_a;
+  std::string sealed_b;
+  std::string opened;
+  for (int round = 0; round < 3; ++round) {
+    ASSERT_TRUE(a->Seal("c", "from a", &sealed_a).ok());
+    ASSERT_TRUE(b->Seal("c", "from b", &sealed_b).ok());
+    ASSERT_TRUE(a->Open("c", sealed_a, &opened).ok());
+    EXPECT_EQ(opened, "from a");
+    EXPECT_FALSE(a->Open("c", sealed_b, &opened).ok());
+    ASSERT_TRUE(b->Open("c", sealed_b, &opened).ok());
+    EXPECT_EQ(opened, "from b");
+    // A failed open leaves nothing behind for the next call.
+    std::string altered = sealed_a;
+    altered.back() ^= 1;
+    EXPECT_FALSE(a->Open("c", altered, &opened).ok());
+  }
+  // A new ring with a key of its own, perhaps at a freed ring's address.
+  a.reset();
+  auto c = Ring(NewRandomKey());
+  ASSERT_TRUE(c->Seal("c", "from c", &sealed_a).ok());
+  EXPECT_FALSE(Ring(key_a)->Open("c", sealed_a, &opened).ok());
+  ASSERT_TRUE(c->Open("c", sealed_a, &opened).ok());
+
+  LookupTagger t1(key_a);
+  LookupTagger t2(key_b);
+  for (int round = 0; round < 3; ++round) {
+    EXPECT_EQ(t1.Tag('g', "x"), HmacSha256(key_a, "gx"));
+    EXPECT_EQ(t2.Tag('g', "x"), HmacSha256(key_b, "gx"));
+  }
+
+  // Threads sealing and opening with one ring: every nonce differs.
+  std::mutex mutex;
+  std::set<std::string> nonces;
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      std::string sealed;
+      std::string plain;
+      std::vector<std::string> mine;
+      for (int i = 0; i < 2000; ++i) {
+        std::string text = std::to_string(t) + ":" + std::to_string(i);
+        if (!b->Seal(RecordContext(i), text, &sealed).ok() ||
+            !b->Open(RecordContext(i), sealed, &plain).ok() || plain != text) {
+          failures++;
+        }
+        mine.push_back(sealed.substr(kSealHeaderBytes, kNonceBytes));
+        EXPECT_EQ(t1.Tag('d', text), HmacSha256(key_a, "d" + text));
+      }
+      std::lock_guard<std::mutex> lock(mutex);
+      nonces.insert(mine.begin(), mine.end());
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(nonces.size(), 8000u);
 }
 
 TEST(KeyFileTest, ParsesCurrentAndPreviousKeysAndRejectsBadOnes) {
