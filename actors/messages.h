@@ -114,6 +114,10 @@ struct ControlResult {
   bool more = false;
   TaskStatus cursor_status = TaskStatus::kPending;
   TaskId cursor_id = 0;
+  // kReencrypt: records sealed again with the current key (count: in
+  // `tasks`; this: in `corrupt`), and ids no configured key opens.
+  uint64_t resealed_set_aside = 0;
+  std::vector<TaskId> unreadable;
 };
 
 // A change to existing tasks, decided in the writer against their current
@@ -129,6 +133,7 @@ struct ControlCommand {
     kCompleteHandOff,
     kFailHandOff,
     kPurge,
+    kReencrypt,
   };
   Kind kind = Kind::kCancel;
   TaskId id = 0;
@@ -149,6 +154,10 @@ struct ControlCommand {
   size_t purge_step = 1000;
   // Empty: every type.
   std::vector<std::string> purge_types;
+  // kReencrypt: the family to step through (kTasks, then kCorrupt) and the
+  // last id examined; a step examines purge_step records.
+  storage::ColumnFamily reencrypt_family = storage::ColumnFamily::kTasks;
+  TaskId reencrypt_after = 0;
   std::function<void(const Result<ControlResult>&)> done;
 };
 
@@ -159,7 +168,8 @@ struct QueueEntry {
   uint64_t sequence = 0;
   // 0: ready now; else the time it becomes due.
   int64_t due_us = 0;
-  // For per-type and per-group limits and fair rotation between groups.
+  // For per-type and per-group limits and fair rotation between groups. The
+  // group is in stored form (TaskStore::StoredGroup): an identity only.
   std::string type;
   std::string group;
 };
@@ -167,6 +177,9 @@ struct QueueEntry {
 // A claim that committed: the task is `running` on disk and may start.
 struct ClaimedTask {
   std::shared_ptr<const storage::TaskRecord> record;
+  // The task's group as the scheduler knows groups: in stored form
+  // (TaskStore::StoredGroup), like QueueEntry::group.
+  std::string group;
   // Set by the scheduler when it dispatches the task.
   std::shared_ptr<internal::AttemptControl> control;
 };

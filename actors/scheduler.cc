@@ -405,8 +405,8 @@ void RunClaimed(Self self, std::vector<ClaimedTask>& claimed) {
     st.idle_workers.pop_back();
     task.control = std::make_shared<internal::AttemptControl>(
         record.id, st.config.progress);
-    st.running[record.id] = Running{worker,       record.attempts, record.type,
-                                    record.group, task.control,    false};
+    st.running[record.id] = Running{worker,     record.attempts, record.type,
+                                    task.group, task.control,    false};
     if (record.timeout_us > 0) {
       st.deadlines.emplace(st.NowMicros() + record.timeout_us, record.id,
                            record.attempts);

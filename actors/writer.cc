@@ -214,7 +214,9 @@ struct WriterState {
           std::string value;
           Status s =
               txn().GetIndex(ColumnFamily::kDedup,
-                             storage::DedupIndexKey(task.dedup_key), &value);
+                             storage::DedupIndexKey(
+                                 config.store->StoredDedupKey(task.dedup_key)),
+                             &value);
           if (s.ok() && !storage::DecodeTaskKey(value, &holder)) {
             return Status::Corruption("dedup index holds a malformed id");
           }
@@ -358,8 +360,15 @@ struct WriterState {
         return CancelGroup(command.text);
       case Kind::kPurge:
         return PurgeStep(command);
+      case Kind::kReencrypt:
+        return ReencryptStep(command);
       default:
         break;
+    }
+    if (command.kind == Kind::kRelease) {
+      Result<bool> reinstated = ReinstateSetAside(command.id);
+      if (!reinstated.ok()) return reinstated.status();
+      if (*reinstated) return ControlResult{};
     }
     TaskRecord record;
     Status s = Load(command.id, {}, &record);
@@ -387,8 +396,11 @@ struct WriterState {
         }
         if (!record.dedup_key.empty()) {
           std::string holder;
-          s = txn().GetIndex(ColumnFamily::kDedup,
-                             storage::DedupIndexKey(record.dedup_key), &holder);
+          s = txn().GetIndex(
+              ColumnFamily::kDedup,
+              storage::DedupIndexKey(
+                  config.store->StoredDedupKey(record.dedup_key)),
+              &holder);
           if (s.ok()) {
             return NotActionable(record.id,
                                  "cannot be retried: another active task "
@@ -498,7 +510,8 @@ struct WriterState {
   Result<ControlResult> CancelGroup(const std::string& group) {
     std::vector<TaskId> members;
     Status s = txn().ScanIndex(
-        ColumnFamily::kByGroup, storage::GroupIndexPrefix(group), "",
+        ColumnFamily::kByGroup,
+        storage::GroupIndexPrefix(config.store->StoredGroup(group)), "",
         [&](std::string_view key, std::string_view value) {
           TaskId id = 0;
           if (value.size() == 1 &&
@@ -585,6 +598,121 @@ struct WriterState {
     return result;
   }
 
+  // ---- Encryption at rest ----
+
+  // Seals up to purge_step records of one family again with the current
+  // key: `tasks` records by rewriting them unchanged (the commit seals
+  // them), set-aside ones in place. A record no configured key opens is
+  // left as it is and reported; the queue sets it aside when it next uses
+  // it.
+  Result<ControlResult> ReencryptStep(const ControlCommand& command) {
+    txn();  // every batch has a transaction, even one that changes nothing
+    ControlResult result;
+    std::vector<TaskId> stale;
+    TaskId last = 0;
+    bool more = false;
+    Status s = config.store->FindStale(
+        command.reencrypt_family, command.reencrypt_after, command.purge_step,
+        &stale, &last, &more);
+    if (!s.ok()) return s;
+    for (TaskId id : stale) {
+      if (command.reencrypt_family == ColumnFamily::kTasks) {
+        TaskRecord record;
+        s = txn().Get(id, &record);
+        if (s.IsNotFound()) continue;  // deleted meanwhile
+        if (s.IsCorruption()) {
+          result.unreadable.push_back(id);
+          continue;
+        }
+        if (!s.ok()) return s;
+        txn().Update(std::move(record));
+        ++result.count;
+      } else {
+        std::string bytes;
+        s = config.store->GetEntry(ColumnFamily::kCorrupt, storage::TaskKey(id),
+                                   &bytes);
+        if (s.IsNotFound()) continue;
+        if (!s.ok()) return s;
+        if (!config.store->OpenRecord(id, &bytes).ok()) {
+          result.unreadable.push_back(id);
+          continue;
+        }
+        txn().ResealSetAside(id, std::move(bytes));
+        ++result.resealed_set_aside;
+      }
+    }
+    result.more = more;
+    result.cursor_id = last;
+    return result;
+  }
+
+  // Release of a task set aside in `corrupt`: when its record can be read
+  // now (its key is configured again), returns it to `tasks` and to where
+  // it belongs: a queued task to the queue, a held or waiting one as
+  // Release and its dependencies decide, a running one (its attempt's fate
+  // unknown) as a crash leaves it: the attempt counts as interrupted.
+  // Returns false when the task is not set aside (Release goes on as
+  // usual), FailedPrecondition when it still cannot be read or another
+  // active task took its dedup key meanwhile.
+  Result<bool> ReinstateSetAside(TaskId id) {
+    TaskRecord probe;
+    Status s = txn().Get(id, &probe);
+    if (!s.IsNotFound()) return false;
+    std::string bytes;
+    s = config.store->GetEntry(ColumnFamily::kCorrupt, storage::TaskKey(id),
+                               &bytes);
+    if (s.IsNotFound()) return false;
+    if (!s.ok()) return s;
+    TaskRecord record;
+    s = config.store->OpenRecord(id, &bytes);
+    if (s.ok()) s = storage::DecodeRecord(id, bytes, &record);
+    if (!s.ok()) {
+      return NotActionable(
+          id, "is set aside and still cannot be read (" + s.message() + ")");
+    }
+    if (IsActive(record) && !record.dedup_key.empty()) {
+      std::string holder;
+      s = txn().GetIndex(ColumnFamily::kDedup,
+                         storage::DedupIndexKey(
+                             config.store->StoredDedupKey(record.dedup_key)),
+                         &holder);
+      TaskId holder_id = 0;
+      if (s.ok() && storage::DecodeTaskKey(holder, &holder_id) &&
+          holder_id != id) {
+        return NotActionable(id, "cannot return from being set aside: task " +
+                                     std::to_string(holder_id) +
+                                     " holds its dedup key now");
+      }
+      if (!s.ok() && !s.IsNotFound()) return s;
+    }
+    TaskRecord as_stored = record;
+    int64_t now = NowMicros();
+    switch (record.status) {
+      case TaskStatus::kRunning:
+        if (record.handoff_reference.empty()) {
+          Interrupt(&record, now, UnitRandom());
+        }
+        break;
+      case TaskStatus::kHeld:
+      case TaskStatus::kWaiting: {
+        DependencyVerdict verdict;
+        if (!record.depends_on.empty()) {
+          verdict = JudgeDependencies(StatesOf(record.depends_on),
+                                      record.on_dependency_failure);
+        }
+        ApplyVerdict(&record, verdict, now);
+        break;
+      }
+      default:
+        break;
+    }
+    bool finished = !IsActive(record);
+    log->warn("task {} is readable again and returns from being set aside", id);
+    txn().Reinstate(std::move(record), std::move(as_stored));
+    if (finished) SettleWaiters(id);
+    return true;
+  }
+
   // ---- After a commit ----
 
   QueueChanges ChangesOf(const Batch& committed) const {
@@ -593,12 +721,14 @@ struct WriterState {
       bool was_queued = entry.before && IsQueued(*entry.before);
       if (entry.after && IsQueued(*entry.after)) {
         QueueEntry now_entry = QueueEntryOf(*entry.after);
+        now_entry.group = config.store->StoredGroup(now_entry.group);
         if (!was_queued || !SameEntry(QueueEntryOf(*entry.before), now_entry)) {
           changes.queued.push_back(std::move(now_entry));
         }
       } else if (committed.claimed.count(id) != 0 && entry.after) {
         changes.claimed.push_back(ClaimedTask{
-            std::make_shared<const TaskRecord>(*entry.after), nullptr});
+            std::make_shared<const TaskRecord>(*entry.after),
+            config.store->StoredGroup(entry.after->group), nullptr});
       } else if (was_queued) {
         changes.dequeued.push_back(id);
       }

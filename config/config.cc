@@ -169,8 +169,10 @@ std::optional<int64_t> ParseIntegerText(std::string_view text) {
 enum class ValueKind {
   // A TOML integer within [KeySpec::min, KeySpec::max].
   kInteger,
-  // A non-empty TOML string. (Add a kind if a key ever allows "".)
+  // A non-empty TOML string.
   kString,
+  // A TOML string; "" leaves what the key configures off.
+  kOptionalString,
   // A TOML string naming one of KeySpec::choices.
   kEnum,
 };
@@ -295,15 +297,15 @@ KeySpec MillisecondsKey(std::string_view section, std::string_view name,
   return spec;
 }
 
-// A non-empty string key stored in a std::string field.
-template <auto kField>
+// A string key stored in a std::string field; non-empty unless kAllowEmpty.
+template <auto kField, bool kAllowEmpty = false>
 KeySpec StringKey(std::string_view section, std::string_view name,
                   std::string_view doc) {
   static_assert(std::is_same_v<FieldType<kField>, std::string>);
   KeySpec spec;
   spec.section = section;
   spec.name = name;
-  spec.kind = ValueKind::kString;
+  spec.kind = kAllowEmpty ? ValueKind::kOptionalString : ValueKind::kString;
   spec.set = [](Options* options, const CheckedValue& value) {
     options->*kField = value.text;
   };
@@ -354,6 +356,13 @@ const std::vector<KeySpec>& Registry() {
           "The largest payload Enqueue accepts, in bytes."),
       IntegerKey<&Options::max_type_bytes, 1, 4096>(
           "storage", "max_type_bytes", "The longest task type name, in bytes."),
+      StringKey<&Options::encryption_key_file, /*kAllowEmpty=*/true>(
+          "storage", "encryption_key_file",
+          "A file of hex encryption keys, current first; \"\": none."),
+      EnumKey<&Options::plaintext_records, PlaintextRecordsName,
+              PlaintextRecords::kRefuse, PlaintextRecords::kAccept>(
+          "storage", "plaintext_records",
+          "With a key: refuse or accept records stored in plaintext."),
       IntegerKey<&Options::readers, 1, 256>("runtime", "readers",
                                             "Reader actors answering queries."),
       IntegerKey<&Options::workers, 1, 4096>(
@@ -414,6 +423,8 @@ std::string ExpectedValues(const KeySpec& spec) {
              std::to_string(spec.max) + "]";
     case ValueKind::kString:
       return "a non-empty string";
+    case ValueKind::kOptionalString:
+      return "a string";
     case ValueKind::kEnum: {
       std::string out = "one of ";
       for (size_t i = 0; i < spec.choices.size(); ++i) {
@@ -450,7 +461,9 @@ Result<CheckedValue> CheckString(const KeySpec& spec, std::string_view text) {
     }
     return Mismatch(spec, QuoteForMessage(text));
   }
-  if (text.empty()) return Mismatch(spec, "\"\"");
+  if (text.empty() && spec.kind == ValueKind::kString) {
+    return Mismatch(spec, "\"\"");
+  }
   return CheckedValue::Text(text);
 }
 

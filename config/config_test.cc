@@ -55,6 +55,8 @@ void ExpectSameOptions(const Options& actual, const Options& expected) {
   EXPECT_EQ(actual.durability, expected.durability);
   EXPECT_EQ(actual.max_payload_bytes, expected.max_payload_bytes);
   EXPECT_EQ(actual.max_type_bytes, expected.max_type_bytes);
+  EXPECT_EQ(actual.encryption_key_file, expected.encryption_key_file);
+  EXPECT_EQ(actual.plaintext_records, expected.plaintext_records);
   EXPECT_EQ(actual.readers, expected.readers);
   EXPECT_EQ(actual.workers, expected.workers);
   EXPECT_EQ(actual.scheduler_threads, expected.scheduler_threads);
@@ -149,7 +151,7 @@ TEST(ShippedConfigTest, DocumentsEveryKeyAndItsDefault) {
     EXPECT_THAT(line.comment, HasSubstr("Allowed: "))
         << "the comment above " << line.key << " must state what it allows";
   }
-  EXPECT_EQ(keys.size(), 11u);
+  EXPECT_EQ(keys.size(), 13u);
 }
 
 // A key added to the registry must also be documented in spool.toml.
@@ -157,7 +159,7 @@ TEST(ShippedConfigTest, SetsEveryKeyTheRegistryKnows) {
   std::set<std::string> documented = KeysIn(ReadText(ShippedConfigPath()));
   std::set<std::string> known = KeysIn(DescribeOptions(Options()));
   EXPECT_EQ(documented, known);
-  EXPECT_EQ(known.size(), 11u);
+  EXPECT_EQ(known.size(), 13u);
 }
 
 // ---------------------------------------------------------------------------

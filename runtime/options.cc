@@ -32,6 +32,16 @@ const char* LogLevelName(LogLevel level) {
   return "invalid";
 }
 
+const char* PlaintextRecordsName(PlaintextRecords value) {
+  switch (value) {
+    case PlaintextRecords::kRefuse:
+      return "refuse";
+    case PlaintextRecords::kAccept:
+      return "accept";
+  }
+  return "invalid";
+}
+
 Status Options::Validate() const {
   auto bad = [](const std::string& what) {
     return Status::InvalidArgument(what);
@@ -76,6 +86,30 @@ Status Options::Validate() const {
   }
   if (static_cast<int>(log_level) > static_cast<int>(LogLevel::kOff)) {
     return bad("log.level is out of range");
+  }
+  // Key material is never quoted, only its size.
+  auto key_size = [](const std::string& name, const std::string& key) {
+    return name + " is " + std::to_string(key.size()) +
+           " bytes; an AES-256 key is exactly 32 bytes";
+  };
+  if (!encryption_key.empty() && encryption_key.size() != 32) {
+    return bad(key_size("encryption_key", encryption_key));
+  }
+  for (size_t i = 0; i < previous_encryption_keys.size(); ++i) {
+    if (previous_encryption_keys[i].size() != 32) {
+      return bad(key_size("previous_encryption_keys[" + std::to_string(i) + "]",
+                          previous_encryption_keys[i]));
+    }
+  }
+  if (!encryption_key.empty() && !encryption_key_file.empty()) {
+    return bad("set encryption_key or storage.encryption_key_file, not both");
+  }
+  if (!previous_encryption_keys.empty() && encryption_key.empty()) {
+    return bad("previous_encryption_keys needs a current encryption_key");
+  }
+  if (static_cast<int>(plaintext_records) >
+      static_cast<int>(PlaintextRecords::kAccept)) {
+    return bad("storage.plaintext_records is out of range");
   }
   return Status::OK();
 }

@@ -235,7 +235,10 @@ Status RuntimeImpl::SetGroupConcurrency(std::string_view group,
   if (group.empty()) {
     return Status::InvalidArgument("SetGroupConcurrency needs a group");
   }
-  return TellScheduler(actors::limit_atom::value, std::string(group),
+  CallGuard guard(this);
+  if (guard.closed()) return ClosedError();
+  // The scheduler knows groups in their stored form (a tag when encrypted).
+  return TellScheduler(actors::limit_atom::value, store_->StoredGroup(group),
                        max_running);
 }
 

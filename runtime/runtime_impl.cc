@@ -110,7 +110,11 @@ Status RuntimeImpl::OpenInternal() {
   store_options.path = options_.path;
   store_options.durability = options_.durability;
   store_options.env = hooks_.env;
-  Status s = storage::TaskStore::Open(store_options, &store_);
+  Status s = KeyRingFromOptions(&options_, &store_options.keys);
+  if (!s.ok()) return s;
+  store_options.accept_plaintext =
+      options_.plaintext_records == PlaintextRecords::kAccept;
+  s = storage::TaskStore::Open(store_options, &store_);
   if (!s.ok()) return s;
   next_id_ = store_->reserved_ids();
 
@@ -445,6 +449,7 @@ Future<TaskInfo> RuntimeImpl::GetTask(TaskId id) {
   job.run = [promise, id](const storage::TaskStore::ReadView& view) {
     std::string bytes;
     Status s = view.GetRaw(id, &bytes);
+    if (s.IsNotFound()) s = view.ExplainMissing(id, s);
     const storage::fb::TaskRecord* table = nullptr;
     if (s.ok()) s = storage::VerifyRecord(id, bytes, &table);
     if (!s.ok()) {

@@ -30,6 +30,14 @@ namespace spool {
 
 class WatchLink;
 
+// The key ring *options describe (encryption_key and previous keys, or the
+// key file), or null without encryption; then erases the raw keys from
+// *options, which need them no more. InvalidArgument naming the bad key or
+// the key file (storage.encryption_key_file) and its line. Defined in
+// runtime/runtime_crypto.cc.
+Status KeyRingFromOptions(Options* options,
+                          std::shared_ptr<const storage::KeyRing>* keys);
+
 class RuntimeImpl final : public Runtime {
  public:
   static Status Open(const Options& options, TestHooks hooks,
@@ -66,6 +74,8 @@ class RuntimeImpl final : public Runtime {
   uint64_t Subscribe(std::function<void(const TaskEvent&)> listener) override;
   void Unsubscribe(uint64_t token) override;
   Future<TaskInfo> GetTask(TaskId id) override;
+  Future<ReencryptResult> ReencryptAll(ReencryptOptions options) override;
+  Future<std::vector<SetAsideTask>> ListSetAside(size_t limit) override;
   Future<StatusCounts> CountByStatus() override;
   Future<void> Drain() override;
   Future<void> Close() override;

@@ -977,6 +977,8 @@ TaskRecord SampleRecord() {
   r.payload = " {\"to\": \"a@example.com\", \"n\": [1, 2.5, null]}\n";
   r.status = TaskStatus::kRetryScheduled;
   r.priority = -7;
+  r.group = "tenant-9";
+  r.idempotency_key = "k\"1";
   r.attempts = 2;
   r.max_attempts = 5;
   r.created_us = 1709211909000123;  // 2024-02-29T13:05:09.000123Z
@@ -1007,7 +1009,8 @@ TEST(TaskJsonTest, SampleRecordWithEmbeddedJsonPayload) {
   EXPECT_EQ(
       TaskJson(SampleRecord(), PayloadFormat::kJson),
       R"({"id":42,"type":"email.send","status":"retry_scheduled",)"
-      R"("priority":-7,"attempts":2,"max_attempts":5,)"
+      R"("priority":-7,"group":"tenant-9","dedup_key":null,)"
+      R"("idempotency_key":"k\"1","attempts":2,"max_attempts":5,)"
       R"("created_at":"2024-02-29T13:05:09.000123Z",)"
       R"("updated_at":"2024-02-29T13:05:10.500000Z",)"
       R"("next_attempt_at":"2024-02-29T13:06:10.000000Z","sequence":99,)"
@@ -1057,6 +1060,7 @@ TEST(TaskJsonTest, EmptyOptionalFieldsAreNull) {
   r.payload = "null";
   EXPECT_EQ(TaskJson(r, PayloadFormat::kJson),
             R"({"id":7,"type":"t","status":"pending","priority":0,)"
+            R"("group":null,"dedup_key":null,"idempotency_key":null,)"
             R"("attempts":0,"max_attempts":1,)"
             R"("created_at":"1970-01-01T00:00:00.000000Z",)"
             R"("updated_at":"1970-01-01T00:00:00.000000Z",)"

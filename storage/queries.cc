@@ -337,7 +337,7 @@ Status ListPage(const TaskStore::ReadView& view, const ListSpec& spec,
 
   Status s;
   if (!spec.group.empty()) {
-    std::string prefix = GroupIndexPrefix(spec.group);
+    std::string prefix = GroupIndexPrefix(view.StoredGroup(spec.group));
     s = view.Scan(
         ColumnFamily::kByGroup, prefix, ResumeKey(prefix, spec.after),
         [&](std::string_view key, std::string_view value) {

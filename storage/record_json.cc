@@ -138,6 +138,15 @@ std::string_view TrimJsonWhitespace(std::string_view text) {
   return text;
 }
 
+// An optional string field: absent (empty) is null.
+void WriteStringOrNull(JsonWriter* w, std::string_view value) {
+  if (value.empty()) {
+    w->Null();
+  } else {
+    w->String(value);
+  }
+}
+
 }  // namespace
 
 void AppendRfc3339(int64_t micros, std::string* out) {
@@ -158,6 +167,12 @@ void WriteTaskJson(const fb::TaskRecord& record, PayloadFormat format,
   w.String(TaskStatusName(static_cast<TaskStatus>(record.status())));
   w.LiteralKey("priority");
   w.Int(record.priority());
+  w.LiteralKey("group");
+  WriteStringOrNull(&w, AsView(record.group()));
+  w.LiteralKey("dedup_key");
+  WriteStringOrNull(&w, AsView(record.dedup_key()));
+  w.LiteralKey("idempotency_key");
+  WriteStringOrNull(&w, AsView(record.idempotency_key()));
   w.LiteralKey("attempts");
   w.Uint(record.attempts());
   w.LiteralKey("max_attempts");
@@ -175,12 +190,7 @@ void WriteTaskJson(const fb::TaskRecord& record, PayloadFormat format,
   w.LiteralKey("sequence");
   w.Uint(record.sequence());
   w.LiteralKey("last_error");
-  const std::string_view last_error = AsView(record.last_error());
-  if (last_error.empty()) {
-    w.Null();
-  } else {
-    w.String(last_error);
-  }
+  WriteStringOrNull(&w, AsView(record.last_error()));
   w.LiteralKey("failures");
   w.BeginArray();
   if (const auto* failures = record.failures()) {

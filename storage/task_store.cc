@@ -101,14 +101,19 @@ const char* ColumnFamilyName(ColumnFamily family) {
                                                            : "invalid";
 }
 
-std::vector<IndexEntry> IndexEntriesOf(const TaskRecord& record) {
+std::vector<IndexEntry> IndexEntriesOf(const TaskRecord& record,
+                                       const LookupTagger* tags) {
+  auto stored = [tags](char domain, const std::string& value) {
+    return tags == nullptr || value.empty() ? value : tags->Tag(domain, value);
+  };
+  std::string group = stored(kGroupTagDomain, record.group);
   std::vector<IndexEntry> entries;
   entries.reserve(4 + record.depends_on.size());
   switch (record.status) {
     case TaskStatus::kPending:
     case TaskStatus::kRetryScheduled: {
-      std::string value = EncodeQueueValue(
-          {record.id, record.priority, record.type, record.group});
+      std::string value =
+          EncodeQueueValue({record.id, record.priority, record.type, group});
       if (record.next_attempt_us == 0) {
         entries.push_back({ColumnFamily::kReady,
                            EncodeReadyKey({record.priority, record.sequence}),
@@ -137,13 +142,13 @@ std::vector<IndexEntry> IndexEntriesOf(const TaskRecord& record) {
       {ColumnFamily::kByStatus, StatusIndexKey(record.status, record.id), ""});
   entries.push_back({ColumnFamily::kByType,
                      TypeIndexKey(record.type, record.status, record.id), ""});
-  if (!record.group.empty()) {
-    entries.push_back({ColumnFamily::kByGroup,
-                       GroupIndexKey(record.group, record.id),
+  if (!group.empty()) {
+    entries.push_back({ColumnFamily::kByGroup, GroupIndexKey(group, record.id),
                        std::string(1, static_cast<char>(record.status))});
   }
   if (!record.dedup_key.empty() && IsActive(record.status)) {
-    entries.push_back({ColumnFamily::kDedup, DedupIndexKey(record.dedup_key),
+    entries.push_back({ColumnFamily::kDedup,
+                       DedupIndexKey(stored(kDedupTagDomain, record.dedup_key)),
                        TaskKey(record.id)});
   }
   return entries;
@@ -286,9 +291,10 @@ Status TaskStore::LoadMeta() {
     PutBigEndian32(&version, kSchemaVersion);
     rocksdb::WriteOptions wo;
     wo.sync = options_.durability == Durability::kSync;
-    return FromRocks(
+    Status s = FromRocks(
         db_->Put(wo, Handle(ColumnFamily::kMeta), kMetaSchemaVersion, version),
         "writing the schema version");
+    return s.ok() ? LoadKeys() : s;
   }
   if (!rs.ok()) return FromRocks(rs, "reading the schema version");
   if (value.size() != 4) {
@@ -335,6 +341,7 @@ Status TaskStore::LoadMeta() {
         },
         nullptr);
   }
+  if (s.ok()) s = LoadKeys();
   if (!s.ok()) return s;
 
   std::string dirty;
@@ -353,11 +360,11 @@ using ExpectedIndexes = std::array<std::map<std::string, std::string>,
 Status ExpectedFromRecords(
     const std::function<Status(
         const std::function<Status(TaskId, std::string_view)>&)>& for_each,
-    ExpectedIndexes* expected) {
+    const LookupTagger* tags, ExpectedIndexes* expected) {
   return for_each([&](TaskId id, std::string_view bytes) {
     TaskRecord record;
     if (DecodeRecord(id, bytes, &record).ok()) {
-      for (IndexEntry& e : IndexEntriesOf(record)) {
+      for (IndexEntry& e : IndexEntriesOf(record, tags)) {
         (*expected)[static_cast<size_t>(e.family)][std::move(e.key)] =
             std::move(e.value);
       }
@@ -379,7 +386,8 @@ Status TaskStore::CheckIndexesLocked(size_t* mismatches,
                                      std::vector<std::string>* problems) const {
   ExpectedIndexes expected;
   Status s = ExpectedFromRecords(
-      [this](const auto& fn) { return ForEachRecordLocked(fn); }, &expected);
+      [this](const auto& fn) { return ForEachRecordLocked(fn); }, tagger(),
+      &expected);
   if (!s.ok()) return s;
   *mismatches = 0;
   auto report = [&](ColumnFamily family, std::string_view what,
@@ -422,9 +430,12 @@ Status TaskStore::CheckIndexesLocked(size_t* mismatches,
 }
 
 Status TaskStore::RepairIndexes() {
+  Status s = SetAsideUnreadable();
+  if (!s.ok()) return s;
   ExpectedIndexes expected;
-  Status s = ExpectedFromRecords(
-      [this](const auto& fn) { return ForEachRecordLocked(fn); }, &expected);
+  s = ExpectedFromRecords(
+      [this](const auto& fn) { return ForEachRecordLocked(fn); }, tagger(),
+      &expected);
   if (!s.ok()) return s;
   rocksdb::WriteBatch batch;
   for (size_t f = 0; f < expected.size(); ++f) {
@@ -511,6 +522,7 @@ Status TaskStore::GetRawLocked(TaskId id, std::string* bytes,
   if (rs.IsNotFound()) {
     return Status::NotFound("task " + std::to_string(id) + " does not exist");
   }
+  if (rs.ok() && encrypted()) return OpenRecord(id, bytes);
   return FromRocks(rs, "reading task " + std::to_string(id));
 }
 
@@ -553,13 +565,22 @@ Status TaskStore::ScanLocked(ColumnFamily family, std::string_view prefix,
   if (!upper.empty()) ro.iterate_upper_bound = &upper_slice;
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, Handle(family)));
   std::string_view from = start > prefix ? start : prefix;
+  // Records are opened for the visitor; one that cannot be is skipped, as
+  // lists skip it (GetRaw names it).
+  bool open_records = family == ColumnFamily::kTasks && encrypted();
+  std::string opened;
   for (it->Seek(rocksdb::Slice(from.data(), from.size())); it->Valid();
        it->Next()) {
     std::string_view key(it->key().data(), it->key().size());
     if (key.substr(0, prefix.size()) != prefix) break;
-    if (!visit(key, std::string_view(it->value().data(), it->value().size()))) {
-      break;
+    std::string_view value(it->value().data(), it->value().size());
+    TaskId id = 0;
+    if (open_records) {
+      opened.assign(value);
+      if (!DecodeTaskKey(key, &id) || !OpenRecord(id, &opened).ok()) continue;
+      value = opened;
     }
+    if (!visit(key, value)) break;
   }
   return FromRocks(it->status(),
                    std::string("scanning ") + ColumnFamilyName(family));
@@ -710,16 +731,35 @@ Status TaskStore::Commit(WriteTxn* txn) {
     batch.SingleDelete(Handle(e.family), e.key);
   };
 
+  // Records back from `corrupt`. The index entries they had when set aside
+  // may still be there (the next open drops them): they go first, so that
+  // the entries put below are the only ones.
+  for (const TaskRecord& stored : txn->reinstated_) {
+    for (const IndexEntry& e : IndexEntriesOf(stored, tagger())) {
+      std::string value;
+      Status s = GetEntryLocked(e.family, e.key, &value, nullptr);
+      if (s.ok()) {
+        delete_index(e);
+      } else if (!s.IsNotFound()) {
+        return s;
+      }
+    }
+    batch.Delete(Handle(ColumnFamily::kCorrupt), TaskKey(stored.id));
+    // It may still be counted from before it was set aside.
+    batch.Put(Handle(ColumnFamily::kMeta), kMetaCountsDirty, "");
+  }
+
   flatbuffers::FlatBufferBuilder builder(1024);
+  std::string sealed;
   for (const auto& [id, entry] : txn->entries_) {
     std::vector<IndexEntry> before;
     std::vector<IndexEntry> after;
     if (entry.before) {
-      before = IndexEntriesOf(*entry.before);
+      before = IndexEntriesOf(*entry.before, tagger());
       count(*entry.before, -1);
     }
     if (entry.after) {
-      after = IndexEntriesOf(*entry.after);
+      after = IndexEntriesOf(*entry.after, tagger());
       count(*entry.after, +1);
     }
     for (const IndexEntry& old_entry : before) {
@@ -742,18 +782,30 @@ Status TaskStore::Commit(WriteTxn* txn) {
     }
     if (entry.after) {
       EncodeRecord(*entry.after, &builder);
+      std::string_view value;
+      Status s = StoredValue(id,
+                             std::string_view(reinterpret_cast<const char*>(
+                                                  builder.GetBufferPointer()),
+                                              builder.GetSize()),
+                             &sealed, &value);
+      if (!s.ok()) return s;
       batch.Put(Handle(ColumnFamily::kTasks), TaskKey(id),
-                rocksdb::Slice(
-                    reinterpret_cast<const char*>(builder.GetBufferPointer()),
-                    builder.GetSize()));
+                rocksdb::Slice(value.data(), value.size()));
     } else if (entry.before) {
       batch.Delete(Handle(ColumnFamily::kTasks), TaskKey(id));
     }
   }
 
   for (auto& [id, known] : txn->quarantined_) {
+    // As stored: a sealed record stays sealed. Plaintext bytes (accepted
+    // from before encryption) are sealed on the way, so that the copy does
+    // not outlive the original in plaintext.
     std::string bytes;
-    Status s = GetRawLocked(id, &bytes, nullptr);
+    Status s = GetStoredLocked(ColumnFamily::kTasks, id, &bytes, nullptr);
+    if (s.ok() && encrypted() && !IsSealed(bytes)) {
+      std::string_view value;
+      s = StoredValue(id, std::string(bytes), &bytes, &value);
+    }
     if (s.ok()) {
       batch.Put(Handle(ColumnFamily::kCorrupt), TaskKey(id), bytes);
       batch.Delete(Handle(ColumnFamily::kTasks), TaskKey(id));
@@ -762,6 +814,14 @@ Status TaskStore::Commit(WriteTxn* txn) {
     }
     for (const IndexEntry& e : known) delete_index(e);
     batch.Put(Handle(ColumnFamily::kMeta), kMetaCountsDirty, "");
+  }
+
+  for (const auto& [id, bytes] : txn->resealed_) {
+    std::string_view value;
+    Status s = StoredValue(id, bytes, &sealed, &value);
+    if (!s.ok()) return s;
+    batch.Put(Handle(ColumnFamily::kCorrupt), TaskKey(id),
+              rocksdb::Slice(value.data(), value.size()));
   }
 
   for (const auto& [key, value] : txn->meta_) {
@@ -869,12 +929,12 @@ Status WriteTxn::Get(TaskId id, TaskRecord* record) {
 void WriteTxn::RestageIndexes(const TaskRecord* previous,
                               const TaskRecord* next) {
   if (previous != nullptr) {
-    for (IndexEntry& e : IndexEntriesOf(*previous)) {
+    for (IndexEntry& e : IndexEntriesOf(*previous, store_->tagger())) {
       index_overlay_[{e.family, std::move(e.key)}] = std::nullopt;
     }
   }
   if (next != nullptr) {
-    for (IndexEntry& e : IndexEntriesOf(*next)) {
+    for (IndexEntry& e : IndexEntriesOf(*next, store_->tagger())) {
       index_overlay_[{e.family, std::move(e.key)}] = std::move(e.value);
     }
   }
@@ -921,6 +981,15 @@ void WriteTxn::Delete(TaskId id) {
 
 void WriteTxn::Quarantine(TaskId id, std::vector<IndexEntry> known) {
   quarantined_.emplace_back(id, std::move(known));
+}
+
+void WriteTxn::Reinstate(TaskRecord record, TaskRecord as_stored) {
+  reinstated_.push_back(std::move(as_stored));
+  Insert(std::move(record));
+}
+
+void WriteTxn::ResealSetAside(TaskId id, std::string bytes) {
+  resealed_.emplace_back(id, std::move(bytes));
 }
 
 Status WriteTxn::GetIndex(ColumnFamily family, std::string_view key,

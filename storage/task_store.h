@@ -15,7 +15,15 @@
 //   meta        schema version, id reservation, sequence, counts by status
 //               and by type, periodic slots, rate-limit state
 //   corrupt     task id -> the raw bytes of a record that failed
-//               verification
+//               verification or could not be decrypted (set aside)
+//
+// Encryption at rest (StoreOptions::keys, storage/crypto.h): values of
+// `tasks` and `corrupt` are sealed with AES-256-GCM, bound to the task id,
+// and opened here, so every reader (GetRaw, ReadView, Scan of `tasks`,
+// WriteTxn::Get) still sees plain FlatBuffers. Groups and dedup keys appear
+// in `by_group`, `dedup`, `ready` and `scheduled` as HMAC-SHA256 tags
+// (StoredGroup, StoredDedupKey). Task types, ids, statuses, priorities,
+// times, dependencies and counts stay in plaintext in the indexes and meta.
 //
 // Every change goes through a WriteTxn and is committed as one WriteBatch, so
 // a record and its index entries change together or not at all. Index
@@ -41,6 +49,7 @@
 #include <spool/options.h>
 #include <spool/status.h>
 
+#include "storage/crypto.h"
 #include "storage/keys.h"
 #include "storage/record.h"
 
@@ -85,8 +94,10 @@ struct IndexEntry {
   std::string value;
 };
 
-// The index entries that `record` must have.
-std::vector<IndexEntry> IndexEntriesOf(const TaskRecord& record);
+// The index entries that `record` must have. With `tags`, its group and
+// dedup key appear as their lookup tags (an encrypted store).
+std::vector<IndexEntry> IndexEntriesOf(const TaskRecord& record,
+                                       const LookupTagger* tags = nullptr);
 
 // Visits entries of a family in key order; return false to stop early.
 using IndexVisitor =
@@ -103,6 +114,13 @@ struct StoreOptions {
   // store does not own it; it must outlive the store. Null: the default
   // environment (or an in-memory one for kMemory).
   rocksdb::Env* env = nullptr;
+  // Encryption at rest: the keys that seal and open records. Null: records
+  // are stored in plaintext, and a store sealed before is refused.
+  std::shared_ptr<const KeyRing> keys;
+  // With keys: read records stored in plaintext (a store written before
+  // encryption was turned on) instead of refusing them. They are sealed
+  // when next written, or by a re-encryption pass.
+  bool accept_plaintext = false;
 };
 
 class WriteTxn;
@@ -112,6 +130,9 @@ class TaskStore {
   // Opens or creates the store. Returns Busy when another process (or another
   // runtime in this process) holds the directory, NotSupported when a newer
   // spool wrote it, Corruption or IOError when RocksDB cannot open it.
+  // With keys: InvalidArgument when none of them is the store's key (or the
+  // store is encrypted and no key is given), FailedPrecondition when the
+  // store holds plaintext tasks and accept_plaintext is off.
   static Status Open(const StoreOptions& options,
                      std::unique_ptr<TaskStore>* store);
 
@@ -157,6 +178,14 @@ class TaskStore {
     Status CountByStatus(std::array<uint64_t, kTaskStatusCount>* counts) const;
     // Counts by type and status, as of this view.
     Status CountByType(TypeCounts* counts) const;
+    // TaskStore::StoredGroup, for queries by group over this view.
+    std::string StoredGroup(std::string_view group) const {
+      return store_->StoredGroup(group);
+    }
+    // What to say about task `id` when GetRaw found no record: `not_found`
+    // itself, or, for a task set aside in `corrupt`, Corruption naming it
+    // and why it cannot be read.
+    Status ExplainMissing(TaskId id, const Status& not_found) const;
 
    private:
     friend class TaskStore;
@@ -214,10 +243,48 @@ class TaskStore {
   // disk despite the error (written, then the sync failed).
   uint64_t committed_batches() const { return committed_batches_; }
 
+  // ---- Encryption at rest (storage/task_store_crypto.cc) ----
+
+  bool encrypted() const { return options_.keys != nullptr; }
+
+  // The stored form of a group, or of a dedup key: what index keys and
+  // queue values hold. Its lookup tag in an encrypted store, else the value
+  // itself; empty stays empty. Every lookup by group or dedup key goes
+  // through these.
+  std::string StoredGroup(std::string_view group) const;
+  std::string StoredDedupKey(std::string_view dedup_key) const;
+
+  // Turns the stored value of task `id`'s record (from `tasks` or
+  // `corrupt`) into the record's FlatBuffers bytes, in place: opens a
+  // sealed value, passes plaintext when the store is not encrypted or
+  // accepts it. Corruption naming the task and the reason otherwise. The
+  // result is not verified.
+  Status OpenRecord(TaskId id, std::string* bytes) const;
+
+  // For re-encryption: examines up to `limit` entries of `family` (kTasks
+  // or kCorrupt) with ids above `after`, in id order, and appends to *stale
+  // those not sealed with the current key. Sets *last to the last id
+  // examined (`after` if none) and *more to whether entries remain.
+  Status FindStale(ColumnFamily family, TaskId after, size_t limit,
+                   std::vector<TaskId>* stale, TaskId* last, bool* more) const;
+
+  // Compacts every family to the bottom level, so that values replaced
+  // since (records sealed with an earlier key, or stored in plaintext, and
+  // index entries holding plaintext groups) are dropped from the table
+  // files. Values still in a live write-ahead log file are not affected.
+  // `held` keeps the store open meanwhile (a reader runs this).
+  Status CompactAll(const ReadView& held);
+
   // ---- For tests and tools ----
 
-  // Overwrites a record's raw bytes, bypassing verification and indexes.
+  // Overwrites a record's raw bytes, bypassing verification and indexes
+  // (and encryption: the bytes are stored as given).
   Status PutRawForTesting(TaskId id, std::string_view bytes);
+
+  // The value stored for task `id` in `family`, as on disk: sealed in an
+  // encrypted store.
+  Status GetStoredForTesting(ColumnFamily family, TaskId id,
+                             std::string* bytes) const;
 
  private:
   friend class WriteTxn;
@@ -225,6 +292,17 @@ class TaskStore {
   Status OpenDb();
   void CloseDb();
   Status LoadMeta();
+  // Checks the keys against the store's sealed lookup key (creating it in a
+  // new store), and sets up the lookup tagger. REQUIRES: db_ is open.
+  Status LoadKeys();
+  // The stored value, not opened.
+  Status GetStoredLocked(ColumnFamily family, TaskId id, std::string* bytes,
+                         const rocksdb::Snapshot* snapshot) const;
+  // The value to store for task `id`'s record bytes: sealed into *scratch
+  // in an encrypted store, else `plain` itself.
+  Status StoredValue(TaskId id, std::string_view plain, std::string* scratch,
+                     std::string_view* value) const;
+  const LookupTagger* tagger() const { return tagger_.get(); }
   // The bodies of the public reads, for callers that hold db_mutex_.
   Status GetRawLocked(TaskId id, std::string* bytes,
                       const rocksdb::Snapshot* snapshot) const;
@@ -242,6 +320,11 @@ class TaskStore {
   // Makes every index family match the records (after a record was set
   // aside, its index entries are not all known).
   Status RepairIndexes();
+  // Moves every record of `tasks` that cannot be read (opened and
+  // verified) to `corrupt`, as stored. RepairIndexes runs it first, so that
+  // a record the rebuild cannot index is set aside (listed, and releasable
+  // once readable) instead of left in `tasks` with no index entry.
+  Status SetAsideUnreadable();
   rocksdb::ColumnFamilyHandle* Handle(ColumnFamily family) const {
     return handles_[static_cast<size_t>(family)];
   }
@@ -262,6 +345,8 @@ class TaskStore {
   uint64_t committed_batches_ = 0;
   std::array<uint64_t, kTaskStatusCount> counts_{};
   TypeCounts type_counts_;
+  // Set by the first LoadKeys in an encrypted store, never changed after.
+  std::unique_ptr<LookupTagger> tagger_;
 };
 
 // The changes of one group commit. Reads see earlier changes of the same
@@ -286,6 +371,16 @@ class WriteTxn {
   // Moves the unreadable record of `id` to the corrupt family and removes the
   // index entries the caller knows of (the record itself cannot say).
   void Quarantine(TaskId id, std::vector<IndexEntry> known_index_entries);
+
+  // Returns a record set aside in `corrupt` to `tasks`, as `record`, with
+  // the index entries it implies. `as_stored` is the record as it was set
+  // aside: index entries it left behind are replaced. REQUIRES: no task
+  // with this id exists.
+  void Reinstate(TaskRecord record, TaskRecord as_stored);
+
+  // Seals a set-aside record's bytes again, with the current key, in place
+  // in `corrupt` (re-encryption).
+  void ResealSetAside(TaskId id, std::string bytes);
 
   // An index entry as this transaction sees it; NotFound when absent.
   Status GetIndex(ColumnFamily family, std::string_view key,
@@ -320,7 +415,8 @@ class WriteTxn {
   // The ids of entries(), in the order they were first staged.
   const std::vector<TaskId>& order() const { return order_; }
   bool empty() const {
-    return entries_.empty() && quarantined_.empty() && meta_.empty();
+    return entries_.empty() && quarantined_.empty() && meta_.empty() &&
+           resealed_.empty();
   }
 
  private:
@@ -335,6 +431,10 @@ class WriteTxn {
   std::unordered_map<TaskId, Entry> entries_;
   std::vector<TaskId> order_;
   std::vector<std::pair<TaskId, std::vector<IndexEntry>>> quarantined_;
+  // Taken back from `corrupt` (their records are in entries_), and set-aside
+  // bytes to seal again.
+  std::vector<TaskRecord> reinstated_;
+  std::vector<std::pair<TaskId, std::string>> resealed_;
   // Index entries as staged: a value, or nullopt for a removed entry. Keyed
   // by family and key, so that scans see staged entries in order.
   std::map<std::pair<ColumnFamily, std::string>, std::optional<std::string>>

@@ -230,8 +230,12 @@ TEST_F(BadInputTest, ACorruptRecordIsReportedAndSetAsideWhileOthersRun) {
     ASSERT_TRUE(other.ok());
     EXPECT_EQ(other->status, TaskStatus::kSucceeded);
   }
-  // Set aside: no longer readable as a task, and not retried.
-  EXPECT_TRUE(Await(runtime->GetTask(broken)).status().IsNotFound());
+  // Set aside: no longer readable as a task, and not retried; GetTask says
+  // so.
+  auto aside = Await(runtime->GetTask(broken));
+  EXPECT_TRUE(aside.status().IsCorruption());
+  EXPECT_NE(aside.status().message().find("is set aside"), std::string::npos)
+      << aside.status().ToString();
 }
 
 TEST_F(BadInputTest, AnUnknownTypeInStorageFailsThatTaskOnly) {

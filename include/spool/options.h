@@ -40,6 +40,19 @@ enum class LogLevel : uint8_t { kTrace, kDebug, kInfo, kWarn, kError, kOff };
 // "trace", "debug", "info", "warn", "error" or "off".
 const char* LogLevelName(LogLevel level);
 
+// What an encrypted store does with task records stored in plaintext.
+enum class PlaintextRecords : uint8_t {
+  // Open refuses a store that holds tasks but was never encrypted; a
+  // plaintext record met later is set aside as unreadable.
+  kRefuse = 0,
+  // Plaintext records are read, and encrypted when next written or by
+  // Runtime::ReencryptAll: turns encryption on for an existing store.
+  kAccept = 1,
+};
+
+// "refuse" or "accept".
+const char* PlaintextRecordsName(PlaintextRecords value);
+
 struct Options {
   // ---- Storage ----
 
@@ -56,6 +69,29 @@ struct Options {
 
   // The longest task type name, in bytes. Default: 128.
   size_t max_type_bytes = 128;
+
+  // ---- Encryption at rest (spool/encryption.h) ----
+
+  // The key that seals task records: 32 raw bytes (AES-256), e.g. from
+  // GenerateEncryptionKey. Payloads, errors, groups, dedup and idempotency
+  // keys and every other record field are encrypted; groups and dedup keys
+  // appear in indexes only as keyed hashes. Empty: no encryption, unless
+  // encryption_key_file names a key. Default: empty.
+  std::string encryption_key;
+
+  // Earlier keys (32 raw bytes each), still accepted for reading what they
+  // sealed: key rotation. Requires encryption_key. Default: empty.
+  std::vector<std::string> previous_encryption_keys;
+
+  // A file of keys, one per line as 64 hex digits: the first is the current
+  // key, later ones previous keys; blank lines and lines starting with '#'
+  // are skipped. Read by Runtime::Open. Excludes encryption_key.
+  // Default: empty.
+  std::string encryption_key_file;
+
+  // With a key: what to do with task records stored in plaintext.
+  // Default: kRefuse.
+  PlaintextRecords plaintext_records = PlaintextRecords::kRefuse;
 
   // ---- Actors and threads ----
 

@@ -31,7 +31,8 @@
 //
 // Task JSON. The JSON queries write each task as one object with these
 // members, in this order: "id", "type", "status" (TaskStatusName),
-// "priority", "attempts", "max_attempts", "created_at", "updated_at",
+// "priority", "group", "dedup_key", "idempotency_key" (each null when not
+// set), "attempts", "max_attempts", "created_at", "updated_at",
 // "next_attempt_at" (RFC 3339 UTC with microseconds, or null), "sequence",
 // "last_error" (or null), "failures" ([{"attempt","at","error"}], oldest
 // first), then "payload" when the task's type was declared with

@@ -32,6 +32,7 @@
 #include <string_view>
 #include <vector>
 
+#include <spool/encryption.h>
 #include <spool/future.h>
 #include <spool/handler.h>
 #include <spool/options.h>
@@ -96,8 +97,9 @@ class Runtime {
   // them). Stored atomically, like EnqueueBatch.
   virtual BatchTicket EnqueueChain(std::vector<TaskSpec> tasks) = 0;
 
-  // The task as stored now. NotFound for an unknown id; Corruption when its
-  // record fails verification.
+  // The task as stored now. NotFound for an unknown id; Corruption naming
+  // the id when its record fails verification or cannot be decrypted, or
+  // the task is set aside (see ListSetAside).
   virtual Future<TaskInfo> GetTask(TaskId id) = 0;
 
   // Task counts by status, from one snapshot.
@@ -204,6 +206,12 @@ class Runtime {
   // FailedPrecondition for a running or finished task.
   virtual Future<void> Hold(TaskId id) = 0;
   // Returns a held task to the queue (or to waiting for its dependencies).
+  // For a task set aside because its record could not be read, once it can
+  // be (its key is configured again): returns it to where it belongs, a
+  // queued task to the queue, a held or waiting one as for a held one, a
+  // running one as a crash leaves it (the attempt counts as interrupted),
+  // a finished one to plain view. FailedPrecondition while it still cannot
+  // be read.
   virtual Future<void> Release(TaskId id) = 0;
 
   // Stops starting tasks (all, or of one type); running ones finish. Due
@@ -244,6 +252,22 @@ class Runtime {
       std::function<void(const TaskEvent&)> listener) = 0;
   // No call to the listener starts after Unsubscribe returns.
   virtual void Unsubscribe(uint64_t token) = 0;
+
+  // ---- Encryption at rest (spool/encryption.h) ----
+
+  // Seals every stored record that the current key did not seal (earlier
+  // keys, plaintext) again with the current key, set-aside ones included,
+  // in bounded steps through the writer while the queue works; then, if
+  // asked, compacts the storage. Records no configured key opens are left
+  // as they are and reported. FailedPrecondition without a key.
+  virtual Future<ReencryptResult> ReencryptAll(
+      ReencryptOptions options = {}) = 0;
+
+  // Up to `limit` tasks set aside because their records could not be read
+  // (a key that is gone, altered bytes, a damaged record), in id order,
+  // each with why it cannot be read now, or OK when it can be again.
+  virtual Future<std::vector<SetAsideTask>> ListSetAside(
+      size_t limit = 1000) = 0;
 
   // Resolves once every task enqueued before the call is stored and nothing
   // can run: no task is ready, being claimed or running. Tasks waiting for a
