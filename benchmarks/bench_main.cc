@@ -427,7 +427,12 @@ int RunParent(int argc, char** argv, const Args& args, const CommandLine& cl,
                        result.rows.end());
     for (const std::string& n : result.notes) report.notes.push_back(n);
     if (auto d = result.info.find("describe"); d != result.info.end()) {
-      report.systems[job.system] = d->second;
+      // Peer::Describe starts with the peer's name, which is the key here.
+      std::string text = d->second;
+      if (text.rfind(job.system + ": ", 0) == 0) {
+        text = text.substr(job.system.size() + 2);
+      }
+      report.systems[job.system] = text;
     }
     if (result.info.count("skipped")) {
       skipped.insert(job.system);

@@ -107,7 +107,8 @@ std::string WithCommas(long long value) {
 std::string FormatValue(double value) {
   if (!std::isfinite(value)) return "n/a";
   double magnitude = std::fabs(value);
-  if (magnitude >= 1000) return WithCommas(std::llround(value));
+  // 999.6 prints as "1,000", not "1000".
+  if (magnitude >= 999.5) return WithCommas(std::llround(value));
   char buf[32];
   if (magnitude >= 100) {
     std::snprintf(buf, sizeof(buf), "%.0f", value);

@@ -697,10 +697,17 @@ std::string Num(double v) {
   return buf;
 }
 
+// Axis labels: "0", "0.5", "10", "2.5k", "1M".
 std::string TickLabel(double v) {
-  if (v >= 1e6) return FormatValue(v / 1e6) + "M";
-  if (v >= 1e3) return FormatValue(v / 1e3) + "k";
-  return FormatValue(v);
+  char buf[32];
+  if (v >= 1e6) {
+    std::snprintf(buf, sizeof(buf), "%gM", v / 1e6);
+  } else if (v >= 1e3) {
+    std::snprintf(buf, sizeof(buf), "%gk", v / 1e3);
+  } else {
+    std::snprintf(buf, sizeof(buf), "%g", v);
+  }
+  return buf;
 }
 
 struct Bar {

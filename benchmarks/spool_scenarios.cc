@@ -585,6 +585,7 @@ Status CallerThreadScenario(const Plan& plan, const Options& base,
                             Reporter* out) {
   const std::string payload(plan.payload_bytes, 'p');
   Samples enqueue_call, enqueue_wait, get_call, get_wait, clock_cost;
+  Samples busy_call;
   for (int round = 1; round <= plan.rounds; ++round) {
     Progress("spool caller_thread: round %d/%d", round, plan.rounds);
     SpoolInstance instance(base, Durability::kSync, base.workers, "cpu");
@@ -626,10 +627,27 @@ Status CallerThreadScenario(const Plan& plan, const Options& base,
       get_call.Add(c1 - c0);
       get_wait.Add(c2 - c0);
     }
+    // The same call while the writer is busy: 8 callers at once. A
+    // sequential caller always finds the writer asleep and pays for waking
+    // its thread; a busy writer needs no wake-up.
+    constexpr int kBusyCallers = 8;
+    std::vector<Samples> per_caller(kBusyCallers);
+    CallerRun run = RunCallers(
+        kBusyCallers, plan.caller_warmup_s, plan.caller_window_s, [&](int i) {
+          double c0 = ThreadCpuMicros();
+          Ticket ticket = runtime->Enqueue(kType, payload);
+          double c1 = ThreadCpuMicros();
+          per_caller[static_cast<size_t>(i)].Add(c1 - c0);
+          return AwaitStatus(ticket.stored, "enqueue", out);
+        });
+    if (!run.error.ok()) return run.error;
+    for (const Samples& samples : per_caller) busy_call.Append(samples);
     if (!(s = instance.Close(out)).ok()) return s;
   }
   EmitPercentiles(out, "caller_thread", "sync,enqueue", &enqueue_call, false);
   EmitPercentiles(out, "caller_thread", "sync,enqueue+wait", &enqueue_wait,
+                  false);
+  EmitPercentiles(out, "caller_thread", "sync,enqueue,callers=8", &busy_call,
                   false);
   EmitPercentiles(out, "caller_thread", "sync,get_task", &get_call, false);
   EmitPercentiles(out, "caller_thread", "sync,get_task+wait", &get_wait, false);
