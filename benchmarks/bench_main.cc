@@ -4,6 +4,7 @@
 //   spool-bench [--quick] [--scenario NAME]... [--peers LIST]
 //               [--config FILE] [--set section.key=value]...
 //               [--format table|json|markdown] [--out FILE] [--svg FILE]
+//               [--json FILE]
 //               [--rounds N] [--timeout SECONDS] [--wait-for-load LOAD]
 //
 // The parent process only orchestrates: each (system, scenario) pair runs in
@@ -44,8 +45,8 @@ constexpr char kUsage[] =
     "usage: spool-bench [--quick] [--scenario NAME]... [--peers LIST]\n"
     "                   [--config FILE] [--set section.key=value]...\n"
     "                   [--format table|json|markdown] [--out FILE]\n"
-    "                   [--svg FILE] [--rounds N] [--timeout SECONDS]\n"
-    "                   [--wait-for-load LOAD]\n"
+    "                   [--svg FILE] [--json FILE] [--rounds N]\n"
+    "                   [--timeout SECONDS] [--wait-for-load LOAD]\n"
     "\n"
     "  --quick            a short run: 3 rounds, smaller sizes (~1 minute)\n"
     "  --scenario NAME    enqueue, drain, recovery, long_history,\n"
@@ -58,6 +59,7 @@ constexpr char kUsage[] =
     "  --format F         table (default), json or markdown\n"
     "  --out FILE         write the report to FILE instead of stdout\n"
     "  --svg FILE         also write a bar chart of spool and its peers\n"
+    "  --json FILE        also write the JSON report to FILE\n"
     "  --rounds N         rounds per scenario (default 5; --quick 3)\n"
     "  --timeout S        per system and scenario (default 1800; quick 300)\n"
     "  --wait-for-load L  first wait (up to 15 min) until the 1-minute load\n"
@@ -74,6 +76,7 @@ struct Args {
   std::string format = "table";
   std::string out;
   std::string svg;
+  std::string json;
   int rounds = 0;
   int timeout_s = 0;
   double wait_for_load = 0;
@@ -175,6 +178,9 @@ Status ParseArgs(const std::vector<std::string>& rest, Args* args) {
     } else if (flag == "--svg") {
       if (!need()) return missing();
       args->svg = value;
+    } else if (flag == "--json") {
+      if (!need()) return missing();
+      args->json = value;
     } else if (flag == "--rounds") {
       if (!need() || !ParseInt(value, 1, 100, &args->rounds)) {
         return Status::InvalidArgument("--rounds needs a number in [1, 100]");
@@ -319,6 +325,9 @@ int RunWorker(const Args& args, const Options& options) {
 
 // ---- Orchestration ----
 
+// Above this 1-minute load average (on 2 cores), a figure is flagged.
+constexpr double kBusyLoad = 1.5;
+
 struct Job {
   std::string system;
   std::string scenario;
@@ -376,7 +385,7 @@ int RunParent(int argc, char** argv, const Args& args, const CommandLine& cl,
   report.peers = args.peers;
   report.spool_config = DescribeSpoolConfig(cl, options);
   report.machine = DescribeMachine(BaseTempDir());
-  if (report.machine.load_start[0] > 1.5) {
+  if (report.machine.load_start[0] > kBusyLoad) {
     report.notes.push_back(
         "The 1-minute load average was " +
         FormatValue(report.machine.load_start[0]) +
@@ -418,8 +427,18 @@ int RunParent(int argc, char** argv, const Args& args, const CommandLine& cl,
       child.push_back("--set");
       child.push_back(set);
     }
+    const double load_before = LoadAverages()[0];
     WorkerResult result =
         RunWorkerProcess(child, std::chrono::seconds(timeout_s));
+    const double load_after = LoadAverages()[0];
+    // The 1-minute average lags: a job that ran during other engineers'
+    // builds shows it at its end more than at its start.
+    if (std::max(load_before, load_after) > kBusyLoad) {
+      report.notes.push_back("Load average " + FormatValue(load_before) +
+                             " → " + FormatValue(load_after) + " during " +
+                             job.system + " " + job.scenario +
+                             ": its figures may be disturbed.");
+    }
     Progress("(%zu/%zu) %s: %s done in %.1f s%s%s", i + 1, jobs.size(),
              job.system.c_str(), job.scenario.c_str(), result.seconds,
              result.failure.empty() ? "" : ": ", result.failure.c_str());
@@ -478,6 +497,14 @@ int RunParent(int argc, char** argv, const Args& args, const CommandLine& cl,
       return 1;
     }
     Progress("report written to %s", args.out.c_str());
+  }
+  if (!args.json.empty()) {
+    Status s = WriteFile(args.json, FormatJson(report));
+    if (!s.ok()) {
+      std::fprintf(stderr, "spool-bench: %s\n", s.ToString().c_str());
+      return 1;
+    }
+    Progress("JSON written to %s", args.json.c_str());
   }
   if (!args.svg.empty()) {
     Status s = WriteFile(args.svg, RenderSvg(report));
