@@ -159,7 +159,9 @@ void BM_ListTasksJson(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * count);
   state.counters["json_bytes"] = static_cast<double>(out.size());
 }
+// Named arguments, so that reports say "tasks:1000/json_payload:1".
 BENCHMARK(BM_ListTasksJson)
+    ->ArgNames({"tasks", "json_payload"})
     ->Args({1000, static_cast<int>(PayloadFormat::kJson)})
     ->Args({1000, static_cast<int>(PayloadFormat::kBinary)})
     ->Unit(benchmark::kMicrosecond);
