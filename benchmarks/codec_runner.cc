@@ -41,9 +41,12 @@ class CollectingReporter : public benchmark::BenchmarkReporter {
       }
       ops_[name].push_back(static_cast<double>(run.iterations) /
                            run.real_accumulated_time);
+      // Google Benchmark's rate is per CPU second; ours, as seed 004's, per
+      // wall-clock second, like ops_per_s.
       auto items = run.counters.find("items_per_second");
       if (items != run.counters.end()) {
-        items_[name].push_back(items->second.value);
+        double total = items->second.value * run.cpu_accumulated_time;
+        items_[name].push_back(total / run.real_accumulated_time);
       }
       Progress("codec %s: %.0f ops/s", name.c_str(), ops_[name].back());
     }
