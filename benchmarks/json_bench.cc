@@ -1,13 +1,9 @@
 // Microbenchmarks for JSON output straight from storage.
 //
-// Not wired into CMake yet. To run it against a built library:
+// Part of the codec microbenchmarks (benchmarks/CMakeLists.txt): spool-bench
+// runs them in its `codec` scenario, and spool-microbench on their own:
 //
-//   g++ -std=c++17 -O2 -DNDEBUG -Iinclude -I. -Ibuild/generated
-//       benchmarks/json_bench.cc build/libspool.a
-//       -lbenchmark -lbenchmark_main -lpthread -o /tmp/json_bench
-//
-// (one command line, split here for width)
-//   /tmp/json_bench
+//   build/benchmarks/spool-microbench --benchmark_filter=Json
 //
 // Budget: listing 1,000 tasks as JSON (BM_ListTasksJson/1000) should take at
 // most 1 ms in total.
@@ -163,7 +159,9 @@ void BM_ListTasksJson(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * count);
   state.counters["json_bytes"] = static_cast<double>(out.size());
 }
+// Named arguments, so that reports say "tasks:1000/json_payload:1".
 BENCHMARK(BM_ListTasksJson)
+    ->ArgNames({"tasks", "json_payload"})
     ->Args({1000, static_cast<int>(PayloadFormat::kJson)})
     ->Args({1000, static_cast<int>(PayloadFormat::kBinary)})
     ->Unit(benchmark::kMicrosecond);

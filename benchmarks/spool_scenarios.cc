@@ -1,0 +1,674 @@
+// spool's side of every scenario except codec.
+//
+// Measurements go through the public API (Runtime). Two internal pieces are
+// used, each for a reason:
+//   - storage::TaskStore / WriteTxn write set-up data (a crash's leftovers, a
+//     long history) in a few large batches, exactly as the writer would have
+//     left it on disk, so that set-up takes a second instead of minutes;
+//   - actors::ReadyQueue is the scheduler's in-memory ready order. spool's
+//     next-task selection is ReadyQueue::PopNext, which touches no storage,
+//     so that is what long_history's next_task_us times.
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <spool/runtime.h>
+
+#include "actors/ready_queue.h"
+#include "actors/recovery.h"
+#include "actors/transitions.h"
+#include "benchmarks/scenarios.h"
+#include "storage/record.h"
+#include "storage/task_store.h"
+
+namespace spool::bench {
+namespace {
+
+// Bounds every wait on spool. Far above any healthy figure; a runtime that
+// takes longer is reported as hung and the worker gives up (Abandon).
+constexpr auto kWaitTimeout = std::chrono::seconds(120);
+constexpr char kType[] = "noop";
+// EnqueueBatch size for set-up data stored through the API.
+constexpr int kPreloadBatch = 10000;
+// Set-up records written directly per WriteTxn.
+constexpr int kSetupChunk = 10000;
+
+int64_t NowMicros() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// Waits for `future`, at most kWaitTimeout; abandons the worker when it does
+// not resolve (see Abandon).
+template <class T>
+void WaitBounded(const Future<T>& future, const std::string& what,
+                 Reporter* out) {
+  if (!future.WaitFor(kWaitTimeout)) {
+    Abandon(out, Status::TimedOut("spool: " + what + ": no answer within " +
+                                  std::to_string(kWaitTimeout.count()) + " s"));
+  }
+}
+
+// The result of `future`, waited for as WaitBounded does. A copy: the
+// reference Wait returns lives only as long as the future, and callers pass
+// temporaries.
+template <class T>
+Result<T> Await(const Future<T>& future, const std::string& what,
+                Reporter* out) {
+  WaitBounded(future, what, out);
+  return future.Wait();
+}
+
+template <class T>
+Status AwaitStatus(const Future<T>& future, const std::string& what,
+                   Reporter* out) {
+  Status s = Await(future, what, out).status();
+  return s.ok() ? s : s.WithContext(what);
+}
+
+void Emit(Reporter* out, const std::string& scenario,
+          const std::string& variant, const std::string& metric, double value,
+          const std::string& unit) {
+  Row row;
+  row.scenario = scenario;
+  row.system = "spool";
+  row.variant = variant;
+  row.metric = metric;
+  row.value = value;
+  row.unit = unit;
+  row.group = scenario;
+  out->AddRow(row);
+}
+
+// p50/p95/p99/max (or p50/p99 when !full) of `samples`, in µs.
+void EmitPercentiles(Reporter* out, const std::string& scenario,
+                     const std::string& variant, Samples* samples, bool full) {
+  Emit(out, scenario, variant, "p50_us", samples->Percentile(50), "us");
+  if (full)
+    Emit(out, scenario, variant, "p95_us", samples->Percentile(95), "us");
+  Emit(out, scenario, variant, "p99_us", samples->Percentile(99), "us");
+  if (full) Emit(out, scenario, variant, "max_us", samples->Max(), "us");
+}
+
+// A spool runtime on a fresh directory, with a no-op handler for kType that
+// counts its runs and notes when the first one happened.
+class SpoolInstance {
+ public:
+  SpoolInstance(const Options& base, Durability durability, int workers,
+                const char* label)
+      : dir_(label), options_(base) {
+    options_.durability = durability;
+    options_.workers = workers;
+    options_.path = dir_.path() + "/spool";
+  }
+  ~SpoolInstance() {
+    if (runtime_ != nullptr && out_ != nullptr) {
+      Status ignored = Close(out_);  // An error path; the error is reported.
+      (void)ignored;
+    }
+  }
+
+  const std::string& path() const { return options_.path; }
+  Runtime* runtime() { return runtime_.get(); }
+  uint64_t runs() const { return runs_.load(); }
+  Future<void> first_run() const { return first_run_.GetFuture(); }
+  SteadyClock::time_point first_run_time() const { return first_run_time_; }
+
+  // Runtime::Open alone, so that callers can time it.
+  Status OpenRuntime(Reporter* out) {
+    out_ = out;
+    if (!dir_.ok()) return Status::IOError("mkdtemp failed");
+    return Runtime::Open(options_, &runtime_);
+  }
+
+  Status Register() {
+    return runtime_->RegisterHandler(kType, [this](TaskContext&) {
+      if (runs_.fetch_add(1, std::memory_order_relaxed) == 0) {
+        first_run_time_ = SteadyClock::now();
+        first_run_.Set(Result<void>());
+      }
+      return Status::OK();
+    });
+  }
+
+  Status Open(Reporter* out) {
+    Status s = OpenRuntime(out);
+    return s.ok() ? Register() : s;
+  }
+
+  // Close, bounded.
+  Status Close(Reporter* out) {
+    if (runtime_ == nullptr) return Status::OK();
+    Status s = AwaitStatus(runtime_->Close(), "close", out);
+    runtime_.reset();
+    return s;
+  }
+
+ private:
+  ScratchDir dir_;  // Declared first: outlives the runtime.
+  Options options_;
+  std::unique_ptr<Runtime> runtime_;
+  Reporter* out_ = nullptr;
+  std::atomic<uint64_t> runs_{0};
+  Promise<void> first_run_;
+  SteadyClock::time_point first_run_time_;
+};
+
+// ---- enqueue ----
+
+Status EnqueueScenario(const Plan& plan, const Options& base, Reporter* out) {
+  const std::string payload(plan.payload_bytes, 'p');
+  for (Durability mode : {Durability::kSync, Durability::kRelaxed}) {
+    const std::string m = DurabilityName(mode);
+    Samples sequential;
+    std::vector<double> sequential_rate;
+    std::map<int, std::vector<double>> rate;
+    std::map<int, Samples> latency;
+    for (int round = 1; round <= plan.rounds; ++round) {
+      Progress("spool enqueue %s: round %d/%d", m.c_str(), round, plan.rounds);
+      // Not started: enqueue alone, as the peers' enqueue stores tasks
+      // without running them.
+      SpoolInstance instance(base, mode, base.workers, "enqueue");
+      Status s = instance.Open(out);
+      if (!s.ok()) return s;
+      Runtime* runtime = instance.runtime();
+      auto enqueue_awaited = [&]() -> Status {
+        Ticket ticket = runtime->Enqueue(kType, payload);
+        return AwaitStatus(ticket.stored, "enqueue", out);
+      };
+      for (int i = 0; i < plan.warmup_calls; ++i) {
+        if (!(s = enqueue_awaited()).ok()) return s;
+      }
+      auto start = SteadyClock::now();
+      for (int i = 0; i < plan.sequential_enqueues; ++i) {
+        auto before = SteadyClock::now();
+        s = enqueue_awaited();
+        auto after = SteadyClock::now();
+        if (!s.ok()) return s;
+        sequential.Add(MicrosBetween(before, after));
+      }
+      sequential_rate.push_back(
+          plan.sequential_enqueues /
+          (MicrosBetween(start, SteadyClock::now()) / 1e6));
+      for (int callers : plan.callers) {
+        CallerRun run =
+            RunCallers(callers, plan.caller_warmup_s, plan.caller_window_s,
+                       [&](int) { return enqueue_awaited(); });
+        if (!run.error.ok()) return run.error;
+        rate[callers].push_back(run.ops_per_s);
+        latency[callers].Append(run.latencies_us);
+      }
+      if (!(s = instance.Close(out)).ok()) return s;
+    }
+    const std::string one = m + ",callers=1";
+    EmitPercentiles(out, "enqueue", one, &sequential, /*full=*/true);
+    Emit(out, "enqueue", m + ",sequential", "ops_per_s",
+         Median(sequential_rate), "ops/s");
+    for (int callers : plan.callers) {
+      const std::string variant = m + ",callers=" + std::to_string(callers);
+      Emit(out, "enqueue", variant, "ops_per_s", Median(rate[callers]),
+           "ops/s");
+      if (callers > 1) {
+        EmitPercentiles(out, "enqueue", variant, &latency[callers], false);
+      }
+    }
+  }
+  return Status::OK();
+}
+
+// ---- drain ----
+
+// Stores `tasks` tasks before the timer, then times Start until Drain
+// resolves: every task claimed durably, run, and its completion durable.
+Status DrainRound(const Plan& plan, const Options& base, int workers, int tasks,
+                  Reporter* out, double* tasks_per_s) {
+  const std::string payload(plan.payload_bytes, 'p');
+  SpoolInstance instance(base, Durability::kSync, workers, "drain");
+  Status s = instance.Open(out);
+  if (!s.ok()) return s;
+  Runtime* runtime = instance.runtime();
+  for (int done = 0; done < tasks;) {
+    int n = std::min(kPreloadBatch, tasks - done);
+    std::vector<TaskSpec> batch(static_cast<size_t>(n),
+                                TaskSpec{kType, payload, {}});
+    s = AwaitStatus(runtime->EnqueueBatch(std::move(batch)).stored,
+                    "preload batch", out);
+    if (!s.ok()) return s;
+    done += n;
+  }
+
+  auto start = SteadyClock::now();
+  if (!(s = runtime->Start()).ok()) return s;
+  s = AwaitStatus(runtime->Drain(), "drain", out);
+  auto end = SteadyClock::now();
+  if (!s.ok()) return s;
+
+  Result<StatusCounts> counts =
+      Await(runtime->CountByStatus(), "count by status", out);
+  if (!counts.ok()) return counts.status();
+  uint64_t succeeded = counts->of(TaskStatus::kSucceeded);
+  if (instance.runs() != static_cast<uint64_t>(tasks) ||
+      succeeded != static_cast<uint64_t>(tasks)) {
+    return Status::Corruption("spool drain: " + std::to_string(tasks) +
+                              " tasks, but " + std::to_string(instance.runs()) +
+                              " handler runs and " + std::to_string(succeeded) +
+                              " succeeded");
+  }
+  *tasks_per_s = tasks / (MicrosBetween(start, end) / 1e6);
+  return instance.Close(out);
+}
+
+Status DrainScenario(const Plan& plan, const Options& base, Reporter* out) {
+  std::vector<int> concurrencies = {1};
+  if (base.workers > 1) concurrencies.push_back(base.workers);
+  for (int concurrency : concurrencies) {
+    std::vector<double> rates;
+    for (int round = 1; round <= plan.rounds; ++round) {
+      Progress("spool drain %s tasks, concurrency %d: round %d/%d",
+               WithCommas(plan.drain_tasks).c_str(), concurrency, round,
+               plan.rounds);
+      double rate = 0;
+      Status s =
+          DrainRound(plan, base, concurrency, plan.drain_tasks, out, &rate);
+      if (!s.ok()) return s;
+      rates.push_back(rate);
+    }
+    Emit(out, "drain", "sync,concurrency=" + std::to_string(concurrency),
+         "tasks_per_s", Median(rates), "tasks/s");
+  }
+  if (plan.big_drain_tasks > 0) {
+    int concurrency = base.workers;
+    std::vector<double> rates;
+    for (int round = 1; round <= plan.big_drain_rounds; ++round) {
+      Progress("spool drain %s tasks, concurrency %d: round %d/%d",
+               WithCommas(plan.big_drain_tasks).c_str(), concurrency, round,
+               plan.big_drain_rounds);
+      double rate = 0;
+      Status s =
+          DrainRound(plan, base, concurrency, plan.big_drain_tasks, out, &rate);
+      if (!s.ok()) return s;
+      rates.push_back(rate);
+    }
+    Emit(out, "drain",
+         "sync,concurrency=" + std::to_string(concurrency) +
+             ",tasks=" + std::to_string(plan.big_drain_tasks),
+         "tasks_per_s", Median(rates), "tasks/s");
+  }
+  return Status::OK();
+}
+
+// ---- set-up data written straight through the store ----
+
+// A task record as the writer creates it at enqueue (pending), through the
+// same transition code.
+storage::TaskRecord NewPendingRecord(TaskId id, uint64_t sequence,
+                                     const std::string& payload,
+                                     int64_t now_us) {
+  actors::NewTask task;
+  task.id = id;
+  task.type = kType;
+  task.payload = payload;
+  task.retry = RetryPolicy{};  // The handler default: 3 attempts, backoff.
+  return actors::NewRecord(task, sequence, now_us);
+}
+
+Status OpenStore(const std::string& path, Durability durability,
+                 std::unique_ptr<storage::TaskStore>* store) {
+  storage::StoreOptions options;
+  options.path = path;
+  options.durability = durability;
+  return storage::TaskStore::Open(options, store);
+}
+
+// Commits a transaction that fills it with `fn`.
+Status CommitTxn(storage::TaskStore* store,
+                 const std::function<Status(storage::WriteTxn*)>& fn) {
+  storage::WriteTxn txn(store);
+  Status s = fn(&txn);
+  return s.ok() ? store->Commit(&txn) : s;
+}
+
+// The state a crash leaves: `total` tasks, the first `running` of them (the
+// oldest, claimed first) running with their attempt counted, the rest
+// pending. Written unsynced, then flushed.
+Status WriteCrashState(const std::string& path, const Plan& plan) {
+  std::unique_ptr<storage::TaskStore> store;
+  Status s = OpenStore(path, Durability::kRelaxed, &store);
+  if (!s.ok()) return s;
+  const std::string payload(plan.payload_bytes, 'p');
+  const int64_t now = NowMicros();
+  for (int first = 1; first <= plan.recovery_tasks; first += kSetupChunk) {
+    int last = std::min(first + kSetupChunk - 1, plan.recovery_tasks);
+    s = CommitTxn(store.get(), [&](storage::WriteTxn* txn) {
+      for (int id = first; id <= last; ++id) {
+        storage::TaskRecord record = NewPendingRecord(
+            static_cast<TaskId>(id), txn->NextSequence(), payload, now);
+        if (id <= plan.recovery_running) actors::Claim(&record, now);
+        txn->Insert(std::move(record));
+      }
+      return Status::OK();
+    });
+    if (!s.ok()) return s;
+  }
+  return store->Flush();
+}
+
+// A long history: `history_done` tasks that each went through the states a
+// real task does (stored pending, claimed, succeeded; one commit per step
+// per chunk, as the writer batches them, so that the index families see
+// their puts and deletes), then `history_pending` pending tasks. Written
+// unsynced, then flushed.
+Status WriteHistory(const std::string& path, const Plan& plan) {
+  std::unique_ptr<storage::TaskStore> store;
+  Status s = OpenStore(path, Durability::kRelaxed, &store);
+  if (!s.ok()) return s;
+  const std::string payload(plan.payload_bytes, 'p');
+  const int64_t now = NowMicros();
+  auto insert = [&](int first, int last) {
+    return CommitTxn(store.get(), [&](storage::WriteTxn* txn) {
+      for (int id = first; id <= last; ++id) {
+        txn->Insert(NewPendingRecord(static_cast<TaskId>(id),
+                                     txn->NextSequence(), payload, now));
+      }
+      return Status::OK();
+    });
+  };
+  auto update = [&](int first, int last,
+                    const std::function<void(storage::TaskRecord*)>& change) {
+    return CommitTxn(store.get(), [&](storage::WriteTxn* txn) {
+      for (int id = first; id <= last; ++id) {
+        storage::TaskRecord record;
+        Status g = txn->Get(static_cast<TaskId>(id), &record);
+        if (!g.ok()) return g;
+        change(&record);
+        txn->Update(std::move(record));
+      }
+      return Status::OK();
+    });
+  };
+  actors::Outcome success;
+  success.attempt = 1;
+  for (int first = 1; first <= plan.history_done; first += kSetupChunk) {
+    int last = std::min(first + kSetupChunk - 1, plan.history_done);
+    s = insert(first, last);
+    if (s.ok()) {
+      s = update(first, last,
+                 [&](storage::TaskRecord* r) { actors::Claim(r, now); });
+    }
+    if (s.ok()) {
+      s = update(first, last, [&](storage::TaskRecord* r) {
+        success.id = r->id;
+        actors::Settle(r, success, now, 0.0);
+      });
+    }
+    if (!s.ok()) return s;
+  }
+  int total = plan.history_done + plan.history_pending;
+  for (int first = plan.history_done + 1; first <= total;
+       first += kSetupChunk) {
+    s = insert(first, std::min(first + kSetupChunk - 1, total));
+    if (!s.ok()) return s;
+  }
+  return store->Flush();
+}
+
+// ---- recovery ----
+
+Status RecoveryScenario(const Plan& plan, const Options& base, Reporter* out) {
+  std::vector<double> total_ms, open_ms, start_ms;
+  for (int round = 1; round <= plan.rounds; ++round) {
+    Progress("spool recovery (%s stored, %s running): round %d/%d",
+             WithCommas(plan.recovery_tasks).c_str(),
+             WithCommas(plan.recovery_running).c_str(), round, plan.rounds);
+    SpoolInstance instance(base, Durability::kSync, base.workers, "recovery");
+    Status s = WriteCrashState(instance.path(), plan);
+    if (!s.ok()) return s.WithContext("recovery set-up");
+
+    // Recovery runs inside Open (interrupted attempts recorded in one synced
+    // batch, queue loaded); Start then hands the queue to the workers. The
+    // clock stops when the first task runs again: by then the scheduler holds
+    // every rescheduled task.
+    auto t0 = SteadyClock::now();
+    if (!(s = instance.OpenRuntime(out)).ok()) return s;
+    auto opened = SteadyClock::now();
+    if (!(s = instance.Register()).ok()) return s;
+    if (!(s = instance.runtime()->Start()).ok()) return s;
+    auto started = SteadyClock::now();
+    if (!(s = AwaitStatus(instance.first_run(), "first run", out)).ok()) {
+      return s;
+    }
+    total_ms.push_back(MillisBetween(t0, instance.first_run_time()));
+    open_ms.push_back(MillisBetween(t0, opened));
+    start_ms.push_back(MillisBetween(t0, started));
+
+    // Every interrupted task must now be rescheduled with its attempt
+    // counted (or, if its retry came due already, have run again).
+    int rescheduled = 0;
+    for (int id = 1; id <= plan.recovery_running; ++id) {
+      Result<TaskInfo> info = Await(
+          instance.runtime()->GetTask(static_cast<TaskId>(id)), "get", out);
+      if (!info.ok()) return info.status();
+      bool ok =
+          (info->status == TaskStatus::kRetryScheduled && info->attempts == 1 &&
+           info->last_error == actors::kInterruptedError) ||
+          info->attempts >= 2;
+      rescheduled += ok ? 1 : 0;
+    }
+    if (rescheduled != plan.recovery_running) {
+      return Status::Corruption(
+          "spool recovery: " + std::to_string(rescheduled) + " of " +
+          std::to_string(plan.recovery_running) +
+          " interrupted tasks were rescheduled");
+    }
+    if (!(s = instance.Close(out)).ok()) return s;
+  }
+  const std::string variant =
+      "sync,tasks=" + std::to_string(plan.recovery_tasks) +
+      ",running=" + std::to_string(plan.recovery_running);
+  Emit(out, "recovery", variant, "ms", Median(total_ms), "ms");
+  Emit(out, "recovery", variant, "open_ms", Median(open_ms), "ms");
+  Emit(out, "recovery", variant, "start_ms", Median(start_ms), "ms");
+  return Status::OK();
+}
+
+// ---- long_history ----
+
+// Times `plan.selections` next-task selections on the scheduler's ready
+// order, loaded from the store as Open loads it. Returns the mean per
+// selection and adds each batch's per-selection time to *batches.
+Status TimeSelections(const std::string& path, const Plan& plan,
+                      double* mean_us, Samples* batches) {
+  std::unique_ptr<storage::TaskStore> store;
+  Status s = OpenStore(path, Durability::kSync, &store);
+  if (!s.ok()) return s;
+  Result<std::vector<actors::QueueEntry>> loaded = actors::LoadQueue(*store);
+  if (!loaded.ok()) return loaded.status();
+  actors::ReadyQueue queue;
+  for (const actors::QueueEntry& entry : *loaded) queue.Add(entry);
+  if (queue.ready_size() < static_cast<size_t>(plan.selections)) {
+    return Status::Corruption(
+        "long_history: " + std::to_string(queue.ready_size()) +
+        " ready tasks loaded, fewer than the " +
+        std::to_string(plan.selections) + " selections");
+  }
+  std::vector<actors::QueueEntry> picked(static_cast<size_t>(plan.selections));
+  double total_us = 0;
+  size_t next = 0;
+  while (next < picked.size()) {
+    size_t end = std::min(next + static_cast<size_t>(plan.selection_batch),
+                          picked.size());
+    auto before = SteadyClock::now();
+    for (size_t i = next; i < end; ++i) {
+      std::optional<actors::QueueEntry> entry = queue.PopNext();
+      if (entry) picked[i] = *entry;
+    }
+    double us = MicrosBetween(before, SteadyClock::now());
+    total_us += us;
+    batches->Add(us / static_cast<double>(end - next));
+    next = end;
+  }
+  // The selections must have been real: the oldest pending tasks, in order.
+  for (size_t i = 0; i < picked.size(); ++i) {
+    TaskId want = static_cast<TaskId>(plan.history_done) + 1 + i;
+    if (picked[i].id != want) {
+      return Status::Corruption("long_history: selection " + std::to_string(i) +
+                                " picked task " + std::to_string(picked[i].id) +
+                                ", not " + std::to_string(want));
+    }
+  }
+  *mean_us = total_us / static_cast<double>(picked.size());
+  return Status::OK();
+}
+
+Status LongHistoryScenario(const Plan& plan, const Options& base,
+                           Reporter* out) {
+  std::vector<double> open_ms, next_us, run_ms;
+  Samples batches;
+  for (int round = 1; round <= plan.rounds; ++round) {
+    Progress("spool long_history (%s done + %s pending): round %d/%d",
+             WithCommas(plan.history_done).c_str(),
+             WithCommas(plan.history_pending).c_str(), round, plan.rounds);
+    SpoolInstance instance(base, Durability::kSync, base.workers, "history");
+    auto setup_start = SteadyClock::now();
+    Status s = WriteHistory(instance.path(), plan);
+    if (!s.ok()) return s.WithContext("long_history set-up");
+    if (round == 1) {
+      Progress("  set-up wrote %s records in %.0f ms",
+               WithCommas(plan.history_done + plan.history_pending).c_str(),
+               MillisBetween(setup_start, SteadyClock::now()));
+    }
+
+    double mean_us = 0;
+    if (!(s = TimeSelections(instance.path(), plan, &mean_us, &batches)).ok()) {
+      return s;
+    }
+    next_us.push_back(mean_us);
+
+    auto t0 = SteadyClock::now();
+    if (!(s = instance.OpenRuntime(out)).ok()) return s;
+    open_ms.push_back(MillisBetween(t0, SteadyClock::now()));
+    if (!(s = instance.Register()).ok()) return s;
+    auto t1 = SteadyClock::now();
+    if (!(s = instance.runtime()->Start()).ok()) return s;
+    if (!(s = AwaitStatus(instance.runtime()->Drain(), "drain", out)).ok()) {
+      return s;
+    }
+    run_ms.push_back(MillisBetween(t1, SteadyClock::now()));
+    if (instance.runs() != static_cast<uint64_t>(plan.history_pending)) {
+      return Status::Corruption(
+          "long_history: " + std::to_string(instance.runs()) +
+          " handler runs for " + std::to_string(plan.history_pending) +
+          " pending tasks");
+    }
+    if (!(s = instance.Close(out)).ok()) return s;
+  }
+  const std::string variant =
+      "sync,done=" + std::to_string(plan.history_done) +
+      ",pending=" + std::to_string(plan.history_pending);
+  Emit(out, "long_history", variant, "open_ms", Median(open_ms), "ms");
+  Emit(out, "long_history", variant, "next_task_us", Median(next_us), "us");
+  Emit(out, "long_history", variant, "next_task_p99_us", batches.Percentile(99),
+       "us");
+  Emit(out, "long_history", variant, "run_ms", Median(run_ms), "ms");
+  return Status::OK();
+}
+
+// ---- caller_thread ----
+
+Status CallerThreadScenario(const Plan& plan, const Options& base,
+                            Reporter* out) {
+  const std::string payload(plan.payload_bytes, 'p');
+  Samples enqueue_call, enqueue_wait, get_call, get_wait, clock_cost;
+  Samples busy_call;
+  for (int round = 1; round <= plan.rounds; ++round) {
+    Progress("spool caller_thread: round %d/%d", round, plan.rounds);
+    SpoolInstance instance(base, Durability::kSync, base.workers, "cpu");
+    Status s = instance.Open(out);
+    if (!s.ok()) return s;
+    Runtime* runtime = instance.runtime();
+    for (int i = 0; i < plan.warmup_calls; ++i) {
+      s = AwaitStatus(runtime->Enqueue(kType, payload).stored, "enqueue", out);
+      if (!s.ok()) return s;
+    }
+    // What reading the clock itself costs, for scale.
+    for (int i = 0; i < 1000; ++i) {
+      double a = ThreadCpuMicros();
+      double b = ThreadCpuMicros();
+      clock_cost.Add(b - a);
+    }
+    std::vector<TaskId> ids;
+    ids.reserve(static_cast<size_t>(plan.cpu_calls));
+    for (int i = 0; i < plan.cpu_calls; ++i) {
+      double c0 = ThreadCpuMicros();
+      Ticket ticket = runtime->Enqueue(kType, payload);
+      double c1 = ThreadCpuMicros();
+      s = AwaitStatus(ticket.stored, "enqueue", out);
+      double c2 = ThreadCpuMicros();
+      if (!s.ok()) return s;
+      enqueue_call.Add(c1 - c0);
+      enqueue_wait.Add(c2 - c0);
+      ids.push_back(ticket.id);
+    }
+    for (TaskId id : ids) {
+      double c0 = ThreadCpuMicros();
+      Future<TaskInfo> future = runtime->GetTask(id);
+      double c1 = ThreadCpuMicros();
+      WaitBounded(future, "get", out);
+      const Result<TaskInfo>& info = future.Wait();  // Lives with `future`.
+      double c2 = ThreadCpuMicros();
+      if (!info.ok()) return info.status();
+      if (info->id != id) return Status::Corruption("GetTask: wrong task");
+      get_call.Add(c1 - c0);
+      get_wait.Add(c2 - c0);
+    }
+    // The same call while the writer is busy: 8 callers at once. A
+    // sequential caller always finds the writer asleep and pays for waking
+    // its thread; a busy writer needs no wake-up.
+    constexpr int kBusyCallers = 8;
+    std::vector<Samples> per_caller(kBusyCallers);
+    CallerRun run = RunCallers(
+        kBusyCallers, plan.caller_warmup_s, plan.caller_window_s, [&](int i) {
+          double c0 = ThreadCpuMicros();
+          Ticket ticket = runtime->Enqueue(kType, payload);
+          double c1 = ThreadCpuMicros();
+          per_caller[static_cast<size_t>(i)].Add(c1 - c0);
+          return AwaitStatus(ticket.stored, "enqueue", out);
+        });
+    if (!run.error.ok()) return run.error;
+    for (const Samples& samples : per_caller) busy_call.Append(samples);
+    if (!(s = instance.Close(out)).ok()) return s;
+  }
+  EmitPercentiles(out, "caller_thread", "sync,enqueue", &enqueue_call, false);
+  EmitPercentiles(out, "caller_thread", "sync,enqueue+wait", &enqueue_wait,
+                  false);
+  EmitPercentiles(out, "caller_thread", "sync,enqueue,callers=8", &busy_call,
+                  false);
+  EmitPercentiles(out, "caller_thread", "sync,get_task", &get_call, false);
+  EmitPercentiles(out, "caller_thread", "sync,get_task+wait", &get_wait, false);
+  Emit(out, "caller_thread", "clock_gettime", "p50_us",
+       clock_cost.Percentile(50), "us");
+  return Status::OK();
+}
+
+}  // namespace
+
+Status RunSpoolScenario(const std::string& scenario, const Plan& plan,
+                        const Options& base, Reporter* out) {
+  if (scenario == "enqueue") return EnqueueScenario(plan, base, out);
+  if (scenario == "drain") return DrainScenario(plan, base, out);
+  if (scenario == "recovery") return RecoveryScenario(plan, base, out);
+  if (scenario == "long_history") return LongHistoryScenario(plan, base, out);
+  if (scenario == "caller_thread") {
+    return CallerThreadScenario(plan, base, out);
+  }
+  if (scenario == "codec") return RunCodecScenario(plan, out);
+  return Status::InvalidArgument("unknown scenario " + scenario);
+}
+
+}  // namespace spool::bench
