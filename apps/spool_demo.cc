@@ -122,14 +122,14 @@ int main(int argc, char** argv) {
   }
   auto durable = Clock::now();
   s = runtime->Start();
-  const auto& drained = runtime->Drain().Wait();
+  const auto drained = runtime->Drain().Wait();
   auto finished = Clock::now();
   if (!s.ok() || !drained.ok()) {
     std::fprintf(stderr, "spool-demo: %s\n",
                  (s.ok() ? drained.status() : s).ToString().c_str());
     return 1;
   }
-  const auto& counts = runtime->CountByStatus().Wait();
+  const auto counts = runtime->CountByStatus().Wait();
   std::printf(
       "  enqueue calls returned in %.3f s (%.0f calls/s on this thread)\n",
       Seconds(enqueued - started), tasks / Seconds(enqueued - started));
@@ -150,6 +150,6 @@ int main(int argc, char** argv) {
     }
     std::printf("\n");
   }
-  const auto& closed = runtime->Close().Wait();
+  const auto closed = runtime->Close().Wait();
   return closed.ok() ? 0 : 1;
 }

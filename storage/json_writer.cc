@@ -507,7 +507,9 @@ inline bool AppendShortPlainString(std::string_view text, bool comma,
   size_t n = 0;
   if (comma) buffer[n++] = ',';
   buffer[n++] = '"';
-  std::memcpy(buffer + n, text.data(), text.size());
+  // An empty view may have a null data(), which memcpy must not get even
+  // for zero bytes (e.g. a record's missing string through AsView).
+  if (!text.empty()) std::memcpy(buffer + n, text.data(), text.size());
   n += text.size();
   buffer[n++] = '"';
   if (colon) buffer[n++] = ':';

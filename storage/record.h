@@ -81,6 +81,9 @@ std::string EncodeRecord(const TaskRecord& record);
 // file identifier, enum ranges, and that the stored id is `id`. On success
 // sets *table to the record read in place (valid while `bytes` is). Returns
 // Corruption naming the task id and what is wrong.
+// REQUIRES: bytes.data() is 8-byte aligned, as a std::string's data is.
+// FlatBuffers reads scalars in place; a RocksDB Slice (an iterator's value)
+// may start anywhere, so copy it first.
 Status VerifyRecord(TaskId id, std::string_view bytes,
                     const fb::TaskRecord** table);
 

@@ -87,7 +87,7 @@ int Hang(const std::string& dir, int count) {
       handler_options);
   if (!s.ok()) Die(s);
   for (int i = 0; i < count; ++i) {
-    const auto& stored = runtime->Enqueue("work", "x").stored.Wait();
+    const auto stored = runtime->Enqueue("work", "x").stored.Wait();
     if (!stored.ok()) Die(stored.status());
   }
   s = runtime->Start();
@@ -110,14 +110,14 @@ int Suicide(const std::string& dir, bool enqueue) {
       handler_options);
   if (!s.ok()) Die(s);
   if (enqueue) {
-    const auto& stored = runtime->Enqueue("work", "x").stored.Wait();
+    const auto stored = runtime->Enqueue("work", "x").stored.Wait();
     if (!stored.ok()) Die(stored.status());
     Say("enqueued " + std::to_string(*stored));
   }
   s = runtime->Start();
   if (!s.ok()) Die(s);
   // Nothing to run (the task failed for good): say so and leave.
-  const auto& drained = runtime->Drain().Wait();
+  const auto drained = runtime->Drain().Wait();
   if (!drained.ok()) Die(drained.status());
   Say("idle");
   return 0;
