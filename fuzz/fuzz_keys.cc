@@ -1,7 +1,7 @@
 // fuzz_keys: the key and index-value codecs of storage/keys.h.
 //
 // Invariants checked on every input:
-//   - each decoder accepts a key exactly when it has the decoder's length,
+//   - each key decoder accepts a key exactly when it has the decoder's length,
 //     whatever the bytes, and re-encoding what it decoded gives the key back
 //     byte for byte (so every key of that length is canonical);
 //   - the order maps are inverses (EncodePriority/DecodePriority,
@@ -43,7 +43,8 @@ void CheckDecoders(std::string_view key) {
   const bool task_ok = DecodeTaskKey(key, &id);
   FUZZ_CHECK(task_ok == (key.size() == 8), "DecodeTaskKey on " + Hex(key));
   if (task_ok) {
-    FUZZ_CHECK(TaskKey(id) == key, "TaskKey(DecodeTaskKey(k)) != k: " + Hex(key));
+    FUZZ_CHECK(TaskKey(id) == key,
+               "TaskKey(DecodeTaskKey(k)) != k: " + Hex(key));
     FUZZ_CHECK(GetBigEndian64(key.data()) == id, "task key is not big-endian");
   }
 
@@ -64,15 +65,19 @@ void CheckDecoders(std::string_view key) {
                "EncodeScheduledKey(DecodeScheduledKey(k)) != k: " + Hex(key));
   }
 
-  TaskId value_id = 0;
-  int32_t priority = 0;
-  const bool value_ok = DecodeScheduledValue(key, &value_id, &priority);
-  FUZZ_CHECK(value_ok == (key.size() == 12),
-             "DecodeScheduledValue on " + Hex(key));
-  if (value_ok) {
-    FUZZ_CHECK(EncodeScheduledValue(value_id, priority) == key,
-               "EncodeScheduledValue(DecodeScheduledValue(v)) != v: " +
-                   Hex(key));
+  // A queue value is 12 fixed bytes and two length-prefixed strings; any
+  // value it accepts re-encodes to itself.
+  QueueValue value;
+  if (DecodeQueueValue(key, &value)) {
+    FUZZ_CHECK(key.size() == 16 + value.type.size() + value.group.size(),
+               "DecodeQueueValue accepted trailing bytes: " + Hex(key));
+    FUZZ_CHECK(EncodeQueueValue(value) == key,
+               "EncodeQueueValue(DecodeQueueValue(v)) != v: " + Hex(key));
+  } else {
+    FUZZ_CHECK(
+        key.size() != 16 || key[12] != 0 || key[13] != 0 || key[14] != 0 ||
+            key[15] != 0,
+        "DecodeQueueValue refused 16 bytes with empty strings: " + Hex(key));
   }
 }
 
@@ -105,11 +110,11 @@ void CheckOrder(ByteReader* in) {
   const int ready_order =
       Three(std::make_tuple(-int64_t{r1.priority}, r1.sequence),
             std::make_tuple(-int64_t{r2.priority}, r2.sequence));
-  FUZZ_CHECK(Bytewise(EncodeReadyKey(r1), EncodeReadyKey(r2)) == ready_order,
-             "ready keys out of order: priority " + std::to_string(r1.priority) +
-                 " seq " + std::to_string(r1.sequence) + " vs priority " +
-                 std::to_string(r2.priority) + " seq " +
-                 std::to_string(r2.sequence));
+  FUZZ_CHECK(
+      Bytewise(EncodeReadyKey(r1), EncodeReadyKey(r2)) == ready_order,
+      "ready keys out of order: priority " + std::to_string(r1.priority) +
+          " seq " + std::to_string(r1.sequence) + " vs priority " +
+          std::to_string(r2.priority) + " seq " + std::to_string(r2.sequence));
 
   ScheduledKey s1{in->I64(), in->U64()};
   ScheduledKey s2{in->I64(), in->U64()};
@@ -137,12 +142,14 @@ void CheckOrder(ByteReader* in) {
                  decoded_s.due_us == s1.due_us &&
                  decoded_s.sequence == s1.sequence,
              "scheduled key round trip");
-  TaskId id = 0;
-  int32_t priority = 0;
-  FUZZ_CHECK(DecodeScheduledValue(EncodeScheduledValue(a, r2.priority), &id,
-                                  &priority) &&
-                 id == a && priority == r2.priority,
-             "scheduled value round trip");
+  const std::string type = in->Byte() & 1 ? "email.send" : "";
+  const std::string group = in->Byte() & 1 ? "tenant-7" : "";
+  const QueueValue original{a, r2.priority, type, group};
+  QueueValue decoded_v;
+  FUZZ_CHECK(DecodeQueueValue(EncodeQueueValue(original), &decoded_v) &&
+                 decoded_v.id == a && decoded_v.priority == r2.priority &&
+                 decoded_v.type == type && decoded_v.group == group,
+             "queue value round trip");
 }
 
 }  // namespace
@@ -153,7 +160,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view whole(reinterpret_cast<const char*>(data), size);
   // Every length from 0 to 17, so each decoder sees its own length and its
   // neighbours whatever the input's size.
-  for (size_t n = 0; n <= 17 && n <= size; ++n) CheckDecoders(whole.substr(0, n));
+  for (size_t n = 0; n <= 17 && n <= size; ++n)
+    CheckDecoders(whole.substr(0, n));
   CheckDecoders(whole);
   ByteReader scalars(data, size);
   CheckScalars(scalars.U64(), scalars.U32());

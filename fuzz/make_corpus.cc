@@ -20,11 +20,11 @@
 #include <string_view>
 #include <vector>
 
-#include <flatbuffers/flatbuffers.h>
-
 #include <spool/config.h>
 #include <spool/options.h>
 #include <spool/task.h>
+
+#include <flatbuffers/flatbuffers.h>
 
 #include "storage/json_writer.h"
 #include "storage/keys.h"
@@ -117,8 +117,8 @@ void WriteRecords(CorpusWriter* out) {
   out->Write(t, "full", storage::EncodeRecord(Full()));
 
   static const char* const kStatusNames[] = {
-      "pending", "running", "retry_scheduled", "succeeded",
-      "failed",  "cancelled", "waiting",       "held"};
+      "pending", "running",   "retry_scheduled", "succeeded",
+      "failed",  "cancelled", "waiting",         "held"};
   for (size_t s = 0; s < kTaskStatusCount; ++s) {
     TaskRecord r = Minimal();
     r.status = static_cast<TaskStatus>(s);
@@ -128,7 +128,8 @@ void WriteRecords(CorpusWriter* out) {
 
   TaskRecord json = Minimal();
   json.type = "json.task";
-  json.payload = R"( {"to":"a@example.com","n":[1,2.5e3,-0,true,null],"s":"\u00e9\ud83d\ude00"} )";
+  json.payload =
+      R"( {"to":"a@example.com","n":[1,2.5e3,-0,true,null],"s":"\u00e9\ud83d\ude00"} )";
   out->Write(t, "json-payload", storage::EncodeRecord(json));
 
   TaskRecord fixed = Minimal();
@@ -227,7 +228,8 @@ void WriteKeys(CorpusWriter* out) {
   out->Write(t, "scheduled",
              storage::EncodeScheduledKey({1'700'000'001'000'000, 99}));
   out->Write(t, "scheduled-negative", storage::EncodeScheduledKey({-1, 0}));
-  out->Write(t, "scheduled-value", storage::EncodeScheduledValue(42, 100));
+  out->Write(t, "queue-value",
+             storage::EncodeQueueValue({42, 100, "email.send", "tenant-7"}));
   // Long enough for the order checks: two keys of each kind back to back.
   std::string pairs = "\x03";
   pairs += storage::EncodeReadyKey({5, 1}) + storage::EncodeReadyKey({5, 2});
@@ -261,12 +263,13 @@ void WriteConfig(CorpusWriter* out, const fs::path& source_dir) {
   out->Write(t, "describe-defaults", DescribeOptions(defaults));
   out->Write(t, "empty", "");
   out->Write(t, "minimal", "[storage]\npath = \"/var/lib/spool\"\n");
-  out->Write(t, "every-notation",
-             "[storage]\npath = 'lit\\eral'\ndurability = \"memory\"\n"
-             "max_payload_bytes = 1_048_576\nmax_type_bytes = 0x80\n"
-             "[runtime]\nreaders = +2\nworkers = 0o10\nscheduler_threads = 0b1\n"
-             "close_timeout_ms = 0\n[writer]\nmax_batch = 1_000_000\n"
-             "[log]\nlevel = \"off\"\n");
+  out->Write(
+      t, "every-notation",
+      "[storage]\npath = 'lit\\eral'\ndurability = \"memory\"\n"
+      "max_payload_bytes = 1_048_576\nmax_type_bytes = 0x80\n"
+      "[runtime]\nreaders = +2\nworkers = 0o10\nscheduler_threads = 0b1\n"
+      "close_timeout_ms = 0\n[writer]\nmax_batch = 1_000_000\n"
+      "[log]\nlevel = \"off\"\n");
   out->Write(t, "inline-and-dotted",
              "storage = { path = \"a\\u00e9\\n\", durability = \"relaxed\" }\n"
              "runtime.workers = 8\n");
@@ -279,9 +282,10 @@ void WriteConfig(CorpusWriter* out, const fs::path& source_dir) {
              "[storage]\npath = \"q\"\n\n%%\nruntime.workers=+1_0\n"
              "storage.path=/tmp/x y\nlog.level=debug\nwriter.max_batch=0\n"
              "runtime.readers\nnope=1\n");
-  out->Write(t, "command-line",
-             "--config\nspool.toml\n--set\nruntime.workers=8\n--set=log.level=info\n"
-             "--print-config\npositional\n--help\n--\n--config\n");
+  out->Write(
+      t, "command-line",
+      "--config\nspool.toml\n--set\nruntime.workers=8\n--set=log.level=info\n"
+      "--print-config\npositional\n--help\n--\n--config\n");
   out->Write(t, "command-line-errors",
              "--config=a\n--config\n--set\n--other\n");
 }
@@ -302,25 +306,28 @@ void WriteJson(CorpusWriter* out) {
     out->Fail("the sample record does not verify");
   }
   out->Write(t, "scalars", " [true,false,null,0,-0,1.5e-3,-12E+4,\"\"] ");
-  out->Write(t, "object", "{\"a\":{\"b\":[{}],\"c\":\"\\\"\\\\\\/\\b\\f\\n\\r\\t\"}}");
-  out->Write(t, "unicode",
-             "[\"caf\xC3\xA9\",\"\\u00e9\",\"\\ud83d\\ude00\",\"\xF0\x9F\x98\x80\","
-             "\"\xE2\x80\xA8\xE2\x80\xA9\",\"\xE2\x82\xAC\"]");
-  out->Write(t, "bad-surrogate", "[\"\\ud800\",\"\\udc00\",\"\\ud800\\u0041\"]");
-  out->Write(t, "bad-utf8", "\"\xC0\xAF \xED\xA0\x80 \xF4\x90\x80\x80 \xE2\x82\"");
+  out->Write(t, "object",
+             "{\"a\":{\"b\":[{}],\"c\":\"\\\"\\\\\\/\\b\\f\\n\\r\\t\"}}");
+  out->Write(
+      t, "unicode",
+      "[\"caf\xC3\xA9\",\"\\u00e9\",\"\\ud83d\\ude00\",\"\xF0\x9F\x98\x80\","
+      "\"\xE2\x80\xA8\xE2\x80\xA9\",\"\xE2\x82\xAC\"]");
+  out->Write(t, "bad-surrogate",
+             "[\"\\ud800\",\"\\udc00\",\"\\ud800\\u0041\"]");
+  out->Write(t, "bad-utf8",
+             "\"\xC0\xAF \xED\xA0\x80 \xF4\x90\x80\x80 \xE2\x82\"");
   out->Write(t, "bad-numbers", "[01,1.,.5,1e,-,+1,0x10,Infinity,NaN]");
   out->Write(t, "bad-structure", "{\"a\" 1,}");
   out->Write(t, "control-characters", std::string("\"tab\there\0nul\"", 14));
   out->Write(t, "deep-512", std::string(512, '[') + std::string(512, ']'));
   out->Write(t, "deep-513", std::string(513, '[') + std::string(513, ']'));
-  out->Write(t, "deep-objects",
-             [] {
-               std::string s;
-               for (int i = 0; i < 100; ++i) s += "{\"k\":";
-               s += "1";
-               for (int i = 0; i < 100; ++i) s += "}";
-               return s;
-             }());
+  out->Write(t, "deep-objects", [] {
+    std::string s;
+    for (int i = 0; i < 100; ++i) s += "{\"k\":";
+    s += "1";
+    for (int i = 0; i < 100; ++i) s += "}";
+    return s;
+  }());
   // Eight bytes read as a time, then text: the earliest representable time.
   out->Write(t, "time-min", std::string("\x80\0\0\0\0\0\0\0rest", 12));
 }
