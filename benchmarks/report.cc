@@ -257,7 +257,10 @@ bool LowerIsBetter(const std::string& metric) {
     return metric.size() >= s.size() &&
            metric.compare(metric.size() - s.size(), s.size(), s) == 0;
   };
-  return metric == "ms" || ends_with("_us") || ends_with("_ms");
+  return metric == "ms" || metric == "bytes" || metric == "reruns" ||
+         metric == "emissions" || ends_with("_us") || ends_with("_ms") ||
+         metric.find("_us_") != std::string::npos ||
+         metric.find("_ms_") != std::string::npos;
 }
 
 // ---- Goals ----
@@ -391,6 +394,26 @@ std::vector<GoalResult> EvaluateGoals(const RunReport& report) {
       drain_big.empty() ? "sync,concurrency=4,tasks=100000" : drain_big,
       "tasks_per_s", 30000, "tasks/s", true));
 
+  // The read side's goals (issue 4): the best point-get rate over the
+  // caller counts, and the unfiltered 1,000-task JSON listing.
+  std::string best_get;
+  double best_rate = -1;
+  for (const Row& row : report.rows) {
+    if (row.group == "reads" && row.system == "spool" &&
+        row.metric == "gets_per_s" && row.variant.rfind("point_get,", 0) == 0 &&
+        row.value > best_rate) {
+      best_rate = row.value;
+      best_get = row.variant;
+    }
+  }
+  goals.push_back(value_goal("4",
+                             "Point gets across the reader pool: ≥ 200,000/s",
+                             "reads", best_get.empty() ? "point_get" : best_get,
+                             "gets_per_s", 200000, "/s", true));
+  goals.push_back(value_goal("4", "Listing 1,000 tasks as JSON, p50: ≤ 1 ms",
+                             "reads", "list_1000,json,no_filter",
+                             "latency_p50_ms", 1, "ms", false));
+
   // Only the goals of the scenarios this run measured.
   std::vector<GoalResult> selected;
   for (GoalResult& g : goals) {
@@ -437,7 +460,7 @@ std::string FormatTable(const RunReport& report) {
     }
   }
 
-  out << "\ngoals (issues 2 and 6):\n";
+  out << "\ngoals (issues 2, 4 and 6):\n";
   for (const GoalResult& g : EvaluateGoals(report)) {
     out << "  [" << (g.met ? (*g.met ? "met   " : "MISSED") : "  --  ") << "] "
         << g.goal << ": " << (g.measured.empty() ? "-" : g.measured)

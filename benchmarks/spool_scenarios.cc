@@ -22,6 +22,7 @@
 #include "actors/ready_queue.h"
 #include "actors/recovery.h"
 #include "actors/transitions.h"
+#include "benchmarks/reads_bench.h"
 #include "benchmarks/scenarios.h"
 #include "storage/record.h"
 #include "storage/task_store.h"
@@ -656,10 +657,37 @@ Status CallerThreadScenario(const Plan& plan, const Options& base,
   return Status::OK();
 }
 
+// The read side (benchmarks/reads_bench.h): point gets, JSON listings,
+// watch fan-out and a query's caller-thread CPU. Each sub-scenario's name
+// leads the variant, e.g. "point_get,callers=8,...".
+Status ReadsScenario(const Plan& plan, const Options& base, Reporter* out) {
+  ScratchDir dir("reads");
+  if (!dir.ok()) return Status::IOError("cannot create a scratch directory");
+  ReadsBenchOptions options;
+  options.dir = dir.path();
+  options.rounds = plan.rounds;
+  options.quick = plan.quick;
+  options.durability = base.durability;
+  options.readers = base.readers;
+  return RunReadsBenchmarks(options, [&](const ReadsRow& row) {
+    // The medians only, as elsewhere in the report; spool-reads-bench
+    // prints each figure's spread.
+    auto ends_with = [&](std::string_view suffix) {
+      return row.metric.size() > suffix.size() &&
+             row.metric.compare(row.metric.size() - suffix.size(),
+                                suffix.size(), suffix) == 0;
+    };
+    if (ends_with("_min") || ends_with("_max")) return;
+    Emit(out, "reads", row.scenario + "," + row.variant, row.metric, row.value,
+         row.unit);
+  });
+}
+
 }  // namespace
 
 Status RunSpoolScenario(const std::string& scenario, const Plan& plan,
                         const Options& base, Reporter* out) {
+  if (scenario == "reads") return ReadsScenario(plan, base, out);
   if (scenario == "enqueue") return EnqueueScenario(plan, base, out);
   if (scenario == "drain") return DrainScenario(plan, base, out);
   if (scenario == "recovery") return RecoveryScenario(plan, base, out);
