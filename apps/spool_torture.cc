@@ -23,12 +23,14 @@
 // and the exit status is non-zero when V > 0.
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <poll.h>
@@ -64,6 +66,23 @@ void Usage() {
                "[--max-run-ms M]\n");
 }
 
+// A whole decimal number in [min, max], or false after saying what is wrong.
+bool ParseNumber(const char* name, const char* text, long long min,
+                 long long max, long long* out) {
+  char* end = nullptr;
+  errno = 0;
+  long long value = std::strtoll(text, &end, 10);
+  if (errno != 0 || end == text || *end != '\0' || value < min || value > max) {
+    std::fprintf(stderr,
+                 "spool-torture: %s needs a whole number in [%lld, %lld], got "
+                 "'%s'\n",
+                 name, min, max, text);
+    return false;
+  }
+  *out = value;
+  return true;
+}
+
 bool ParseFlags(int argc, char** argv, Flags* flags) {
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -76,20 +95,31 @@ bool ParseFlags(int argc, char** argv, Flags* flags) {
     };
     if (arg == "--kills") {
       const char* v = value("--kills");
-      if (v == nullptr) return false;
-      flags->kills = std::atoi(v);
+      long long n = 0;
+      if (v == nullptr || !ParseNumber("--kills", v, 0, 1000000, &n)) {
+        return false;
+      }
+      flags->kills = static_cast<int>(n);
     } else if (arg == "--seed") {
       const char* v = value("--seed");
-      if (v == nullptr) return false;
-      flags->seed = std::strtoull(v, nullptr, 10);
+      long long n = 0;
+      if (v == nullptr ||
+          !ParseNumber("--seed", v, 0, std::numeric_limits<long long>::max(),
+                       &n)) {
+        return false;
+      }
+      flags->seed = static_cast<uint64_t>(n);
     } else if (arg == "--dir") {
       const char* v = value("--dir");
       if (v == nullptr) return false;
       flags->dir = v;
     } else if (arg == "--max-run-ms") {
       const char* v = value("--max-run-ms");
-      if (v == nullptr) return false;
-      flags->max_run_ms = std::atoi(v);
+      long long n = 0;
+      if (v == nullptr || !ParseNumber("--max-run-ms", v, 10, 3600000, &n)) {
+        return false;
+      }
+      flags->max_run_ms = static_cast<int>(n);
     } else if (arg == "--child") {
       flags->child = true;
     } else if (arg == "--help") {
@@ -99,10 +129,6 @@ bool ParseFlags(int argc, char** argv, Flags* flags) {
       std::fprintf(stderr, "spool-torture: unknown argument %s\n", arg.c_str());
       return false;
     }
-  }
-  if (flags->kills < 0 || flags->max_run_ms < 10) {
-    std::fprintf(stderr, "spool-torture: bad --kills or --max-run-ms\n");
-    return false;
   }
   return true;
 }
@@ -127,7 +153,7 @@ void Say(const std::string& line) {
 int RunChild(const Flags& flags) {
   spool::Options options;
   options.path = flags.dir;
-  options.workers = 4;
+  options.workers = 8;
   options.close_timeout = 100ms;
   std::unique_ptr<spool::Runtime> runtime;
   spool::Status s = spool::Runtime::Open(options, &runtime);
@@ -156,6 +182,10 @@ int RunChild(const Flags& flags) {
       },
       retrying);
   if (!s.ok()) ChildDie(s);
+  // Two slow tasks at a time leave the other workers to the fast types, so
+  // that many tasks finish (and must not run again) between kills.
+  spool::HandlerOptions slow_options = retrying;
+  slow_options.max_concurrent = 2;
   s = runtime->RegisterHandler(
       "slow",
       [&](spool::TaskContext& task) {
@@ -165,7 +195,7 @@ int RunChild(const Flags& flags) {
         return task.cancelled() ? spool::Status::Cancelled("cancelled")
                                 : spool::Status::OK();
       },
-      retrying);
+      slow_options);
   if (!s.ok()) ChildDie(s);
   runtime->Subscribe([](const spool::TaskEvent& event) {
     if (event.kind == spool::TaskEvent::Kind::kSucceeded) {
