@@ -923,19 +923,21 @@ void CommitBatch(Self self) {
                   status.ToString());
   }
 
+  // Events first: whoever hears of this commit next (the scheduler, which
+  // may answer a Drain, or a caller) must find its events already posted.
+  bool changed = status.ok() && batch.txn && !batch.txn->entries().empty();
+  if (changed && st.config.on_events &&
+      (!st.config.events_wanted || st.config.events_wanted())) {
+    std::vector<TaskEvent> events = st.EventsOf(batch);
+    if (!events.empty()) st.config.on_events(std::move(events));
+  }
   if (st.scheduler) {
     QueueChanges changes =
         status.ok() ? st.ChangesOf(batch) : st.FailedChangesOf(batch, status);
     self->send(st.scheduler, changes_atom::value, std::move(changes));
   }
-  bool changed = status.ok() && batch.txn && !batch.txn->entries().empty();
   if (changed && st.change_listener) {
     self->send(st.change_listener, changed_atom::value, st.ChangeSetOf(batch));
-  }
-  if (changed && st.config.on_events &&
-      (!st.config.events_wanted || st.config.events_wanted())) {
-    std::vector<TaskEvent> events = st.EventsOf(batch);
-    if (!events.empty()) st.config.on_events(std::move(events));
   }
   for (auto& done : batch.done) done(status);
 }
