@@ -581,7 +581,7 @@ std::string RateStateKey(std::string_view type) {
 
 scheduler_actor SpawnScheduler(caf::actor_system& system,
                                SchedulerConfig config) {
-  return system.spawn(SchedulerBehavior, std::move(config));
+  return system.spawn<caf::detached>(SchedulerBehavior, std::move(config));
 }
 
 }  // namespace spool::actors
