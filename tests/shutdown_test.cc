@@ -1,0 +1,253 @@
+// Shutdown and re-entry on a real clock and a real disk: handlers that call
+// into their own runtime, Close from inside a handler, Close with a handler
+// that will not finish, and a runtime destroyed under load without Close.
+
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include <spool/runtime.h>
+
+#include <gtest/gtest.h>
+
+#include "tests/harness.h"
+#include "tests/testing.h"
+
+namespace spool {
+namespace {
+
+using namespace std::chrono_literals;
+using spool::testing::Gate;
+using spool::testing::TempDir;
+
+constexpr auto kWait = 30s;
+
+template <class T>
+Result<T> Await(const Future<T>& future) {
+  EXPECT_TRUE(future.WaitFor(kWait)) << "timed out";
+  return future.Wait();
+}
+
+Options DiskOptions(const TempDir& dir) {
+  Options options;
+  options.path = dir.Sub("q");
+  options.workers = 4;
+  options.close_timeout = 10s;
+  return options;
+}
+
+std::unique_ptr<Runtime> OpenOrDie(const Options& options) {
+  std::unique_ptr<Runtime> runtime;
+  Status s = Runtime::Open(options, &runtime);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  return runtime;
+}
+
+Status Ok(TaskContext&) { return Status::OK(); }
+
+// Handlers run on worker threads of their own, so a handler may wait on its
+// runtime's futures: enqueue, read, cancel and list from inside a handler.
+TEST(ReentryTest, AHandlerCanCallAndAwaitItsOwnRuntime) {
+  TempDir dir;
+  auto runtime = OpenOrDie(DiskOptions(dir));
+  Runtime* self = runtime.get();
+  std::atomic<TaskId> child{0};
+  std::atomic<int> checks_passed{0};
+  ASSERT_TRUE(runtime->RegisterHandler("child", Ok).ok());
+  ASSERT_TRUE(runtime->RegisterHandler("idle", Ok).ok());
+  ASSERT_TRUE(runtime
+                  ->RegisterHandler(
+                      "parent",
+                      [&](TaskContext& task) {
+                        auto stored = Await(self->Enqueue("child", "c").stored);
+                        if (!stored.ok()) return stored.status();
+                        child = *stored;
+                        auto me = Await(self->GetTask(task.id()));
+                        if (me.ok() && me->status == TaskStatus::kRunning) {
+                          ++checks_passed;
+                        }
+                        EnqueueOptions later;
+                        later.delay = 1h;
+                        auto victim =
+                            Await(self->Enqueue("idle", "v", later).stored);
+                        if (victim.ok() && Await(self->Cancel(*victim)).ok()) {
+                          ++checks_passed;
+                        }
+                        TaskQuery query;
+                        query.type = "parent";
+                        auto page = Await(self->ListTasks(query));
+                        if (page.ok() && page->tasks.size() == 1)
+                          ++checks_passed;
+                        return Status::OK();
+                      })
+                  .ok());
+  ASSERT_TRUE(runtime->Start().ok());
+  auto parent = Await(runtime->Enqueue("parent", "p").stored);
+  ASSERT_TRUE(parent.ok()) << parent.status().ToString();
+  ASSERT_TRUE(spool::testing::WaitUntil(
+      [&] {
+        auto info = Await(runtime->GetTask(*parent));
+        return info.ok() && info->status == TaskStatus::kSucceeded;
+      },
+      kWait));
+  ASSERT_TRUE(Await(runtime->Drain()).ok());
+  EXPECT_EQ(checks_passed.load(), 3);
+  ASSERT_NE(child.load(), 0u);
+  EXPECT_EQ(Await(runtime->GetTask(child.load()))->status,
+            TaskStatus::kSucceeded);
+  ASSERT_TRUE(Await(runtime->Close()).ok());
+}
+
+// Close from inside a handler returns at once; the close completes when the
+// handler has returned, and its outcome is stored.
+TEST(ReentryTest, CloseFromInsideAHandlerDoesNotDeadlock) {
+  TempDir dir;
+  auto runtime = OpenOrDie(DiskOptions(dir));
+  Runtime* self = runtime.get();
+  Future<void> close_future;
+  Gate called;
+  std::atomic<bool> returned{false};
+  ASSERT_TRUE(runtime
+                  ->RegisterHandler("t",
+                                    [&](TaskContext&) {
+                                      close_future = self->Close();
+                                      called.Open();
+                                      // Still inside the handler: Close did
+                                      // not wait for it.
+                                      std::this_thread::sleep_for(50ms);
+                                      returned = true;
+                                      return Status::OK();
+                                    })
+                  .ok());
+  auto id = Await(runtime->Enqueue("t", "x").stored);
+  ASSERT_TRUE(id.ok());
+  ASSERT_TRUE(runtime->Start().ok());
+  ASSERT_TRUE(called.Wait());
+  auto closed = Await(close_future);
+  EXPECT_TRUE(closed.ok()) << closed.status().ToString();
+  EXPECT_TRUE(returned.load());
+  EXPECT_TRUE(Await(runtime->Enqueue("t", "y").stored).status().IsClosed());
+  runtime.reset();
+
+  runtime = OpenOrDie(DiskOptions(dir));
+  EXPECT_EQ(Await(runtime->GetTask(*id))->status, TaskStatus::kSucceeded);
+  ASSERT_TRUE(Await(runtime->Close()).ok());
+}
+
+// A handler that does not return within close_timeout: Close reports
+// TimedOut in bounded time, and the task is recovered at the next open with
+// the interrupted attempt counted.
+TEST(ShutdownTest, CloseTimesOutOnAStuckHandlerAndTheTaskIsRecovered) {
+  TempDir dir;
+  Options options = DiskOptions(dir);
+  options.close_timeout = 200ms;
+  auto runtime = OpenOrDie(options);
+  Gate started;
+  // Shared, because the abandoned handler outlives this runtime and may
+  // outlive the test body.
+  auto release = std::make_shared<std::atomic<bool>>(false);
+  HandlerOptions retry;
+  retry.retry = RetryPolicy::Fixed(3, 0ms);
+  ASSERT_TRUE(runtime
+                  ->RegisterHandler(
+                      "stuck",
+                      [&started, release](TaskContext&) {
+                        started.Open();
+                        while (!*release) std::this_thread::sleep_for(1ms);
+                        return Status::OK();
+                      },
+                      retry)
+                  .ok());
+  auto id = Await(runtime->Enqueue("stuck", "x").stored);
+  ASSERT_TRUE(id.ok());
+  ASSERT_TRUE(runtime->Start().ok());
+  ASSERT_TRUE(started.Wait());
+  auto began = std::chrono::steady_clock::now();
+  auto closed = Await(runtime->Close());
+  EXPECT_LT(std::chrono::steady_clock::now() - began, 10s);
+  EXPECT_TRUE(closed.status().IsTimedOut()) << closed.status().ToString();
+  runtime.reset();
+
+  options.close_timeout = 10s;
+  runtime = OpenOrDie(options);
+  auto info = Await(runtime->GetTask(*id));
+  ASSERT_TRUE(info.ok()) << info.status().ToString();
+  EXPECT_NE(info->status, TaskStatus::kRunning);
+  EXPECT_EQ(info->attempts, 1u);
+  ASSERT_TRUE(runtime->RegisterHandler("stuck", Ok, retry).ok());
+  ASSERT_TRUE(runtime->Start().ok());
+  ASSERT_TRUE(Await(runtime->Drain()).ok());
+  EXPECT_EQ(Await(runtime->GetTask(*id))->status, TaskStatus::kSucceeded);
+  ASSERT_TRUE(Await(runtime->Close()).ok());
+  *release = true;
+}
+
+// Destroying a runtime without Close, with enqueues in flight and handlers
+// running, closes it: every acknowledged task is stored, none is left
+// running, and none that succeeded runs again.
+TEST(ShutdownTest, DestroyingWithoutCloseUnderLoadLosesNothing) {
+  TempDir dir;
+  std::mutex mutex;
+  std::map<TaskId, int> runs;
+  auto handler = [&](TaskContext& task) {
+    std::this_thread::sleep_for(100us);
+    std::lock_guard<std::mutex> lock(mutex);
+    ++runs[task.id()];
+    return Status::OK();
+  };
+  std::vector<Ticket> tickets;
+  {
+    auto runtime = OpenOrDie(DiskOptions(dir));
+    ASSERT_TRUE(runtime->RegisterHandler("t", handler).ok());
+    ASSERT_TRUE(runtime->Start().ok());
+    for (int i = 0; i < 2000; ++i) {
+      tickets.push_back(runtime->Enqueue("t", std::to_string(i)));
+    }
+    // Some have run, some are running, some are not yet stored.
+    ASSERT_TRUE(spool::testing::WaitUntil(
+        [&] {
+          std::lock_guard<std::mutex> lock(mutex);
+          return runs.size() >= 50;
+        },
+        kWait));
+  }  // ~Runtime
+  std::set<TaskId> acknowledged;
+  for (auto& ticket : tickets) {
+    auto stored = Await(ticket.stored);
+    // Destroyed mid-stream, a call is either stored or refused as Closed.
+    if (stored.ok()) {
+      acknowledged.insert(*stored);
+    } else {
+      EXPECT_TRUE(stored.status().IsClosed()) << stored.status().ToString();
+    }
+  }
+  ASSERT_FALSE(acknowledged.empty());
+  std::map<TaskId, int> runs_before;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    runs_before = runs;
+  }
+
+  auto runtime = OpenOrDie(DiskOptions(dir));
+  auto counts = Await(runtime->CountByStatus());
+  ASSERT_TRUE(counts.ok());
+  EXPECT_EQ(counts->total(), acknowledged.size());
+  EXPECT_EQ(counts->of(TaskStatus::kRunning), 0u);
+  ASSERT_TRUE(runtime->RegisterHandler("t", handler).ok());
+  ASSERT_TRUE(runtime->Start().ok());
+  ASSERT_TRUE(Await(runtime->Drain()).ok());
+  EXPECT_EQ(Await(runtime->CountByStatus())->of(TaskStatus::kSucceeded),
+            acknowledged.size());
+  std::lock_guard<std::mutex> lock(mutex);
+  for (TaskId id : acknowledged) {
+    ASSERT_EQ(runs.count(id), 1u) << "task " << id << " never ran";
+    EXPECT_EQ(runs[id], 1) << "task " << id << " ran again after a clean close";
+  }
+  EXPECT_GE(runs_before.size(), 50u);
+}
+
+}  // namespace
+}  // namespace spool
