@@ -135,6 +135,9 @@ struct Plan {
   // Long history: finished tasks, then pending ones.
   int history_done = 100000;
   int history_pending = 1000;
+  // Delayed tasks in the scheduler's queue (10,000 groups) for the
+  // selection measure of issue 3.
+  int delayed_tasks = 100000;
   // Next-task selections, timed in batches.
   int selections = 1000;
   int selection_batch = 10;

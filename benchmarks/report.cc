@@ -233,7 +233,11 @@ std::vector<std::string> MethodNotes(const RunReport& r) {
       "scheduler's in-memory next-task selection (no storage access), "
       "loaded from the store as Open loads it, in batches of " +
           std::to_string(p.selection_batch) +
-          "; run_ms runs from Start until Drain resolves.",
+          "; run_ms runs from Start until Drain resolves. The memory,delayed "
+          "variant times the same selection with " +
+          WithCommas(p.delayed_tasks) +
+          " tasks due in an hour over 10,000 groups, among 10,000 ready "
+          "tasks, one per group (issue 3).",
       "caller_thread: CPU time of the calling thread "
       "(CLOCK_THREAD_CPUTIME_ID) around each call; \"enqueue\" is the "
       "Enqueue call alone, \"+wait\" adds waiting on its future. A peer's "
@@ -341,7 +345,8 @@ std::vector<GoalResult> EvaluateGoals(const RunReport& report) {
   }
   std::string history;
   for (const Row& row : report.rows) {
-    if (row.group == "long_history" && row.system == "spool") {
+    if (row.group == "long_history" && row.system == "spool" &&
+        row.variant.rfind("sync,", 0) == 0) {
       history = row.variant;
     }
   }
@@ -375,6 +380,20 @@ std::vector<GoalResult> EvaluateGoals(const RunReport& report) {
   goals.push_back(value_goal(
       "6", "Long history, next-task selection: ≤ 5 µs", "long_history",
       history.empty() ? "sync,done=100000,pending=1000" : history,
+      "next_task_us", 5, "us", false));
+  std::string delayed;
+  for (const Row& row : report.rows) {
+    if (row.group == "long_history" && row.system == "spool" &&
+        row.variant.rfind("memory,delayed=", 0) == 0) {
+      delayed = row.variant;
+    }
+  }
+  goals.push_back(value_goal(
+      "3",
+      "Next-task selection among 100,000 delayed tasks, 10,000 groups: "
+      "≤ 5 µs",
+      "long_history",
+      delayed.empty() ? "memory,delayed=100000,groups=10000" : delayed,
       "next_task_us", 5, "us", false));
   goals.push_back(ratio_goal("2, 6",
                              "Single-caller durable enqueue p50: ≤ 1.5× one "
@@ -460,7 +479,7 @@ std::string FormatTable(const RunReport& report) {
     }
   }
 
-  out << "\ngoals (issues 2, 4 and 6):\n";
+  out << "\ngoals (issues 2, 3, 4 and 6):\n";
   for (const GoalResult& g : EvaluateGoals(report)) {
     out << "  [" << (g.met ? (*g.met ? "met   " : "MISSED") : "  --  ") << "] "
         << g.goal << ": " << (g.measured.empty() ? "-" : g.measured)

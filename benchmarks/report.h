@@ -1,5 +1,5 @@
 // The report of one run: the table (text or Markdown), the JSON object, the
-// goals of issues 2, 4 and 6 with the measured ratio, and the SVG chart.
+// goals of issues 2, 3, 4 and 6 with the measured ratio, and the SVG chart.
 
 #ifndef SPOOL_BENCHMARKS_REPORT_H_
 #define SPOOL_BENCHMARKS_REPORT_H_
