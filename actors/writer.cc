@@ -10,6 +10,7 @@
 #include "actors/handler_registry.h"
 #include "actors/transitions.h"
 #include "runtime/logging.h"
+#include "storage/queries.h"
 
 namespace spool::actors {
 namespace {
@@ -902,6 +903,9 @@ void CommitBatch(Self self) {
   Batch batch = std::move(st.batch);
   st.batch = Batch{};
   if (batch.commands == 0) return;
+  // Per thread; set here, on the writer's own thread, where every write and
+  // the transaction's reads happen.
+  storage::DisablePerfCountersOnThisThread();
 
   Status status = batch.abort;
   auto started = std::chrono::steady_clock::now();
