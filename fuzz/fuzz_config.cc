@@ -47,8 +47,7 @@ bool SameOptions(const Options& a, const Options& b) {
          a.max_type_bytes == b.max_type_bytes && a.readers == b.readers &&
          a.workers == b.workers && a.scheduler_threads == b.scheduler_threads &&
          a.close_timeout == b.close_timeout &&
-         a.writer_max_batch == b.writer_max_batch &&
-         a.log_level == b.log_level;
+         a.writer_max_batch == b.writer_max_batch && a.log_level == b.log_level;
 }
 
 // Valid options that differ from the defaults in every configurable field.
@@ -100,8 +99,8 @@ void CheckError(const Status& status, const std::string& what,
              what + " message of " + std::to_string(message.size()) +
                  " bytes: " + Printable(message, 300));
   if (IsValidUtf8(input)) {
-    FUZZ_CHECK(IsValidUtf8(message), what + " message is not UTF-8: " +
-                                         Printable(message, 300));
+    FUZZ_CHECK(IsValidUtf8(message),
+               what + " message is not UTF-8: " + Printable(message, 300));
   }
 }
 
@@ -126,7 +125,8 @@ void CheckParse(std::string_view input, std::string_view toml,
   const Status status = ParseOptions(toml, kSource, overrides, &options);
   if (!status.ok()) {
     CheckError(status, "ParseOptions", input);
-    FUZZ_CHECK(SameOptions(options, base), "a failed parse changed the options");
+    FUZZ_CHECK(SameOptions(options, base),
+               "a failed parse changed the options");
     return;
   }
   const Status valid = options.Validate();
@@ -168,7 +168,8 @@ void CheckOverride(const std::string& assignment) {
 }
 
 // ParseCommandLine as config.h describes it, written independently.
-Status ModelCommandLine(const std::vector<std::string>& args, CommandLine* out) {
+Status ModelCommandLine(const std::vector<std::string>& args,
+                        CommandLine* out) {
   CommandLine model;
   auto starts_with = [](std::string_view s, std::string_view prefix) {
     return s.substr(0, prefix.size()) == prefix;
@@ -264,7 +265,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view input(reinterpret_cast<const char*>(data), size);
   std::string_view toml = input;
   std::vector<std::string> overrides;
-  if (size_t mark = input.find(kOverridesMark); mark != std::string_view::npos) {
+  if (size_t mark = input.find(kOverridesMark);
+      mark != std::string_view::npos) {
     toml = input.substr(0, mark);
     overrides = SplitLines(input.substr(mark + kOverridesMark.size()));
   }

@@ -56,9 +56,9 @@ void CheckString(std::string_view text) {
   FUZZ_CHECK(out.compare(0, 6, "prefix") == 0,
              "AppendJsonString changed what the buffer held");
   const std::string_view quoted = std::string_view(out).substr(6);
-  FUZZ_CHECK(quoted.size() >= 2 && quoted.front() == '"' &&
-                 quoted.back() == '"',
-             "not quoted: " + Printable(quoted));
+  FUZZ_CHECK(
+      quoted.size() >= 2 && quoted.front() == '"' && quoted.back() == '"',
+      "not quoted: " + Printable(quoted));
   FUZZ_CHECK(IsValidUtf8(quoted), "output is not UTF-8: " + Printable(quoted));
   FUZZ_CHECK(!HasRawSeparator(quoted), "raw U+2028/U+2029 in the output");
   for (char c : quoted) {
@@ -71,9 +71,8 @@ void CheckString(std::string_view text) {
   FUZZ_CHECK(value.has_value() && value->kind == JsonValue::Kind::kString,
              "the reference parser rejects " + Printable(quoted));
   const std::string expected = ReplaceInvalidUtf8(text);
-  FUZZ_CHECK(value->text == expected,
-             "decodes to " + Printable(value->text) + ", expected " +
-                 Printable(expected));
+  FUZZ_CHECK(value->text == expected, "decodes to " + Printable(value->text) +
+                                          ", expected " + Printable(expected));
   if (IsValidUtf8(text)) {
     FUZZ_CHECK(value->text == text, "valid UTF-8 did not survive");
   }
@@ -90,8 +89,8 @@ void CheckRaw(std::string_view text) {
   w.Raw(text);
   w.EndArray();
   FUZZ_CHECK(!HasRawSeparator(out), "Raw left a raw U+2028/U+2029");
-  FUZZ_CHECK(storage::IsValidJson(out), "Raw made invalid JSON: " +
-                                            Printable(out, 400));
+  FUZZ_CHECK(storage::IsValidJson(out),
+             "Raw made invalid JSON: " + Printable(out, 400));
   const std::optional<JsonValue> doc = ParseJsonReference(out, kMaxJsonDepth);
   FUZZ_CHECK(doc.has_value() && doc->items.size() == 2 &&
                  doc->items[0] == *original && doc->items[1] == *original,
@@ -157,8 +156,8 @@ void CheckWriter(ByteReader* in, std::string_view text) {
   w.EndObject();
   FUZZ_CHECK(w.output() == &out, "output()");
 
-  FUZZ_CHECK(storage::IsValidJson(out), "the writer made invalid JSON: " +
-                                            Printable(out, 400));
+  FUZZ_CHECK(storage::IsValidJson(out),
+             "the writer made invalid JSON: " + Printable(out, 400));
   const std::optional<JsonValue> doc = ParseJsonReference(out, kMaxJsonDepth);
   FUZZ_CHECK(doc.has_value() && doc->kind == JsonValue::Kind::kObject &&
                  doc->members.size() == 8,

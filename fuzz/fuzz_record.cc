@@ -99,12 +99,12 @@ void CheckTime(const JsonValue& value, std::string_view name, int64_t micros) {
 // The JSON of a verified record, read back through the reference parser.
 void CheckJson(const storage::fb::TaskRecord& table, const TaskRecord& record,
                PayloadFormat format, const std::string& json) {
-  FUZZ_CHECK(storage::IsValidJson(json), "IsValidJson rejects " +
-                                             Printable(json, 2000));
+  FUZZ_CHECK(storage::IsValidJson(json),
+             "IsValidJson rejects " + Printable(json, 2000));
   FUZZ_CHECK(IsValidUtf8(json), "not UTF-8: " + Printable(json, 2000));
   std::optional<JsonValue> doc = ParseJsonReference(json, 512);
-  FUZZ_CHECK(doc.has_value(), "reference parser rejects " +
-                                  Printable(json, 2000));
+  FUZZ_CHECK(doc.has_value(),
+             "reference parser rejects " + Printable(json, 2000));
   FUZZ_CHECK(doc->kind == JsonValue::Kind::kObject, "not an object");
 
   CheckNumber(*doc, "id", std::to_string(record.id));
@@ -134,8 +134,7 @@ void CheckJson(const storage::fb::TaskRecord& table, const TaskRecord& record,
     CheckString(*doc, "last_error", record.last_error);
   }
   const JsonValue* failures = doc->Find("failures");
-  FUZZ_CHECK(failures != nullptr &&
-                 failures->kind == JsonValue::Kind::kArray &&
+  FUZZ_CHECK(failures != nullptr && failures->kind == JsonValue::Kind::kArray &&
                  failures->items.size() == record.failures.size(),
              "failures");
   for (size_t i = 0; i < record.failures.size(); ++i) {
@@ -156,7 +155,8 @@ void CheckJson(const storage::fb::TaskRecord& table, const TaskRecord& record,
   auto is_space = [](char c) {
     return c == ' ' || c == '\t' || c == '\n' || c == '\r';
   };
-  while (!trimmed.empty() && is_space(trimmed.front())) trimmed.remove_prefix(1);
+  while (!trimmed.empty() && is_space(trimmed.front()))
+    trimmed.remove_prefix(1);
   while (!trimmed.empty() && is_space(trimmed.back())) trimmed.remove_suffix(1);
   const std::optional<JsonValue> payload_doc =
       format == PayloadFormat::kJson ? ParseJsonReference(trimmed, 512)
@@ -189,19 +189,17 @@ void CheckVerifiedRecord(TaskId id, const storage::fb::TaskRecord& table,
   // In place and decoded agree.
   TaskInfo info;
   storage::FillTaskInfo(table, &info);
-  FUZZ_CHECK(info.id == record.id && info.type == record.type &&
-                 info.payload == record.payload &&
-                 info.status == record.status &&
-                 info.priority == record.priority &&
-                 info.attempts == record.attempts &&
-                 info.max_attempts == record.max_attempts &&
-                 info.created_at.time_since_epoch().count() ==
-                     record.created_us &&
-                 info.updated_at.time_since_epoch().count() ==
-                     record.updated_us &&
-                 info.sequence == record.sequence &&
-                 info.last_error == record.last_error,
-             "FillTaskInfo differs from DecodeRecord");
+  FUZZ_CHECK(
+      info.id == record.id && info.type == record.type &&
+          info.payload == record.payload && info.status == record.status &&
+          info.priority == record.priority &&
+          info.attempts == record.attempts &&
+          info.max_attempts == record.max_attempts &&
+          info.created_at.time_since_epoch().count() == record.created_us &&
+          info.updated_at.time_since_epoch().count() == record.updated_us &&
+          info.sequence == record.sequence &&
+          info.last_error == record.last_error,
+      "FillTaskInfo differs from DecodeRecord");
   FUZZ_CHECK(info.next_attempt_at.has_value() == (record.next_attempt_us != 0),
              "next_attempt_at presence");
   if (info.next_attempt_at) {
@@ -225,7 +223,8 @@ void CheckVerifiedRecord(TaskId id, const storage::fb::TaskRecord& table,
   TaskRecord again;
   Status s = DecodeRecord(id, encoded, &again);
   FUZZ_CHECK(s.ok(), "re-encoded record fails: " + s.ToString());
-  FUZZ_CHECK(SameRecord(record, again), "re-encoded record decodes differently");
+  FUZZ_CHECK(SameRecord(record, again),
+             "re-encoded record decodes differently");
   FUZZ_CHECK(EncodeRecord(again) == encoded, "encoding is not deterministic");
   const storage::fb::TaskRecord* table_again = nullptr;
   s = VerifyRecord(id, encoded, &table_again);

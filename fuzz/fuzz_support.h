@@ -34,11 +34,11 @@ namespace spool::fuzz {
 
 // FUZZ_CHECK(condition, detail): `detail` is any expression convertible to
 // std::string, evaluated only when the check fails.
-#define FUZZ_CHECK(condition, detail)                                  \
-  do {                                                                 \
-    if (!(condition)) {                                                \
-      ::spool::fuzz::Fail(__FILE__, __LINE__, #condition, (detail));   \
-    }                                                                  \
+#define FUZZ_CHECK(condition, detail)                                \
+  do {                                                               \
+    if (!(condition)) {                                              \
+      ::spool::fuzz::Fail(__FILE__, __LINE__, #condition, (detail)); \
+    }                                                                \
   } while (0)
 
 // Printable form of arbitrary bytes for failure messages: printable ASCII as
@@ -306,10 +306,10 @@ inline std::optional<int64_t> ParseRfc3339Micros(std::string_view text) {
   }
   int64_t month, day, hour, minute, second, micros;
   if (!literal('-') || !digits(2, &month) || !literal('-') ||
-      !digits(2, &day) || !literal('T') || !digits(2, &hour) ||
-      !literal(':') || !digits(2, &minute) || !literal(':') ||
-      !digits(2, &second) || !literal('.') || !digits(6, &micros) ||
-      !literal('Z') || i != text.size()) {
+      !digits(2, &day) || !literal('T') || !digits(2, &hour) || !literal(':') ||
+      !digits(2, &minute) || !literal(':') || !digits(2, &second) ||
+      !literal('.') || !digits(6, &micros) || !literal('Z') ||
+      i != text.size()) {
     return std::nullopt;
   }
   if (month < 1 || month > 12 || hour > 23 || minute > 59 || second > 59) {
