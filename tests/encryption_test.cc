@@ -23,20 +23,12 @@
 
 namespace spool {
 namespace {
+using spool::testing::Await;
 
 using namespace std::chrono_literals;
 using spool::testing::TempDir;
 
 constexpr auto kWait = 60s;
-
-template <class T>
-Result<T> Await(const Future<T>& future) {
-  if (!future.WaitFor(kWait)) {
-    ADD_FAILURE() << "timed out waiting for a future";
-    return Status::TimedOut("test wait");
-  }
-  return future.Wait();
-}
 
 Status Ok(TaskContext&) { return Status::OK(); }
 

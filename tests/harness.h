@@ -24,17 +24,6 @@ namespace spool::testing {
 // Every wait in these tests is bounded by this: a hang fails the test.
 inline constexpr std::chrono::seconds kWait{30};
 
-// Waits for a future and returns a copy of its result (the future may be a
-// temporary).
-template <class T>
-Result<T> Await(const Future<T>& future) {
-  if (!future.WaitFor(kWait)) {
-    ADD_FAILURE() << "timed out waiting for a future";
-    return Status::TimedOut("test wait");
-  }
-  return future.Wait();
-}
-
 // A gate handlers wait on until the test opens it.
 class Gate {
  public:

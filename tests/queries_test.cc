@@ -19,20 +19,14 @@
 
 namespace spool {
 namespace {
+using spool::testing::Await;
+using spool::testing::Ok;
+using spool::testing::OpenOrDie;
 
 using namespace std::chrono_literals;
 using spool::testing::TempDir;
 
 constexpr auto kWait = 60s;
-
-template <class T>
-Result<T> Await(const Future<T>& future) {
-  if (!future.WaitFor(kWait)) {
-    ADD_FAILURE() << "timed out";
-    return Status::TimedOut("test wait");
-  }
-  return future.Wait();
-}
 
 Options TestOptions(const TempDir& dir, Durability durability) {
   Options options;
@@ -42,15 +36,6 @@ Options TestOptions(const TempDir& dir, Durability durability) {
   options.readers = 2;
   return options;
 }
-
-std::unique_ptr<Runtime> OpenOrDie(const Options& options) {
-  std::unique_ptr<Runtime> runtime;
-  Status s = Runtime::Open(options, &runtime);
-  EXPECT_TRUE(s.ok()) << s.ToString();
-  return runtime;
-}
-
-Status Ok(TaskContext&) { return Status::OK(); }
 
 std::string DecodeBase64(std::string_view text) {
   auto value = [](char c) -> int {

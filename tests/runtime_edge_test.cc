@@ -18,17 +18,12 @@
 
 namespace spool {
 namespace {
+using spool::testing::Await;
+using spool::testing::Ok;
+using spool::testing::OpenOrDie;
 
 using namespace std::chrono_literals;
 using spool::testing::TempDir;
-
-constexpr auto kWait = 60s;
-
-template <class T>
-Result<T> Await(const Future<T>& future) {
-  EXPECT_TRUE(future.WaitFor(kWait)) << "timed out";
-  return future.Wait();
-}
 
 Options DiskOptions(const TempDir& dir) {
   Options options;
@@ -36,15 +31,6 @@ Options DiskOptions(const TempDir& dir) {
   options.workers = 4;
   return options;
 }
-
-std::unique_ptr<Runtime> OpenOrDie(const Options& options) {
-  std::unique_ptr<Runtime> runtime;
-  Status s = Runtime::Open(options, &runtime);
-  EXPECT_TRUE(s.ok()) << s.ToString();
-  return runtime;
-}
-
-Status Ok(TaskContext&) { return Status::OK(); }
 
 TEST(RuntimeStressTest, TenThousandTasksFromEightThreadsRunExactlyOnce) {
   TempDir dir;

@@ -18,18 +18,15 @@
 
 namespace spool {
 namespace {
+using spool::testing::Await;
+using spool::testing::Ok;
+using spool::testing::OpenOrDie;
 
 using namespace std::chrono_literals;
 using spool::testing::Gate;
 using spool::testing::TempDir;
 
 constexpr auto kWait = 30s;
-
-template <class T>
-Result<T> Await(const Future<T>& future) {
-  EXPECT_TRUE(future.WaitFor(kWait)) << "timed out";
-  return future.Wait();
-}
 
 Options DiskOptions(const TempDir& dir) {
   Options options;
@@ -38,15 +35,6 @@ Options DiskOptions(const TempDir& dir) {
   options.close_timeout = 10s;
   return options;
 }
-
-std::unique_ptr<Runtime> OpenOrDie(const Options& options) {
-  std::unique_ptr<Runtime> runtime;
-  Status s = Runtime::Open(options, &runtime);
-  EXPECT_TRUE(s.ok()) << s.ToString();
-  return runtime;
-}
-
-Status Ok(TaskContext&) { return Status::OK(); }
 
 // Handlers run on worker threads of their own, so a handler may wait on its
 // runtime's futures: enqueue, read, cancel and list from inside a handler.

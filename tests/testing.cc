@@ -7,6 +7,15 @@
 
 namespace spool::testing {
 
+std::unique_ptr<Runtime> OpenOrDie(const Options& options) {
+  std::unique_ptr<Runtime> runtime;
+  Status s = Runtime::Open(options, &runtime);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  return runtime;
+}
+
+Status Ok(TaskContext&) { return Status::OK(); }
+
 TempDir::TempDir() {
   const char* base = std::getenv("TMPDIR");
   std::string pattern =

@@ -5,9 +5,36 @@
 
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <string>
 
+#include <spool/runtime.h>
+
+#include <gtest/gtest.h>
+
 namespace spool::testing {
+
+// The default bound on a test's wait for a future: a hang fails the test
+// instead of stalling the suite.
+inline constexpr std::chrono::seconds kTestWait{60};
+
+// Waits for a future and returns a copy of its result (the future may be a
+// temporary). A wait that runs out fails the test and returns TimedOut.
+template <class T>
+Result<T> Await(const Future<T>& future,
+                std::chrono::milliseconds timeout = kTestWait) {
+  if (!future.WaitFor(timeout)) {
+    ADD_FAILURE() << "timed out waiting for a future";
+    return Status::TimedOut("test wait");
+  }
+  return future.Wait();
+}
+
+// Opens a runtime; a failed open fails the test and returns null.
+std::unique_ptr<Runtime> OpenOrDie(const Options& options);
+
+// A handler that succeeds at once.
+Status Ok(TaskContext& task);
 
 // A directory under $TMPDIR (or /tmp), removed with its contents when the
 // object is destroyed.

@@ -19,23 +19,14 @@
 
 namespace spool {
 namespace {
+using spool::testing::Await;
+using spool::testing::Ok;
 
 using namespace std::chrono_literals;
 using spool::testing::TempDir;
 using spool::testing::WaitUntil;
 
 constexpr auto kWait = 60s;
-
-template <class T>
-Result<T> Await(const Future<T>& future) {
-  if (!future.WaitFor(kWait)) {
-    ADD_FAILURE() << "timed out";
-    return Status::TimedOut("test wait");
-  }
-  return future.Wait();
-}
-
-Status Ok(TaskContext&) { return Status::OK(); }
 
 // Runs posted callbacks on one thread, in order; can be held shut, and
 // tells when it has nothing queued or running.
