@@ -705,8 +705,10 @@ void ApplyPeriodic(std::string_view name, const toml::table& table,
   bool type_given = false;
   bool has_schedule = false;
   bool has_type = false;
-  for (const auto& [key, node] : table) {
-    std::string_view field = key.str();
+  for (const auto& entry : table) {
+    // Not a structured binding: C++17 lambdas (clang) cannot capture one.
+    const toml::node& node = entry.second;
+    std::string_view field = entry.first.str();
     std::string subject = prefix + "." + std::string(field);
     uint32_t line = LineOf(node.source());
     auto fail = [&](const std::string& reason) {

@@ -85,8 +85,9 @@ TEST(KeysTest, KeyStringsAreLengthPrefixedSoPrefixesDoNotCollide) {
   std::string_view type;
   TaskStatus status;
   std::string with_nul("x\0y", 3);
-  ASSERT_TRUE(DecodeTypeCountKey(TypeCountKey(with_nul, TaskStatus::kHeld),
-                                 &type, &status));
+  // `type` views the key, so the key must outlive it.
+  const std::string count_key = TypeCountKey(with_nul, TaskStatus::kHeld);
+  ASSERT_TRUE(DecodeTypeCountKey(count_key, &type, &status));
   EXPECT_EQ(type, with_nul);
   EXPECT_EQ(status, TaskStatus::kHeld);
   EXPECT_EQ(PrefixSuccessor("ab"), "ac");

@@ -141,10 +141,7 @@ class PageBuilder {
     // verifier checks offsets relative to the buffer, not addresses). An
     // iterator's value lies wherever the memtable or block put it, so a
     // misaligned one is copied; a std::string's heap buffer is aligned.
-    if (reinterpret_cast<uintptr_t>(bytes.data()) % alignof(uint64_t) != 0) {
-      aligned_.assign(bytes.data(), bytes.size());
-      bytes = aligned_;
-    }
+    bytes = AlignedRecordBytes(bytes, &aligned_);
     const fb::TaskRecord* table = nullptr;
     if (!VerifyRecord(id, bytes, &table).ok()) return Unreadable(id);
     if (check_type_ && table->type()->string_view() != spec_.type) {

@@ -1,6 +1,7 @@
 #include "storage/record.h"
 
 #include <algorithm>
+#include <cstdint>
 
 #include <flatbuffers/flatbuffers.h>
 
@@ -144,7 +145,19 @@ Status VerifyRecord(TaskId id, std::string_view bytes,
   return Status::OK();
 }
 
+std::string_view AlignedRecordBytes(std::string_view bytes,
+                                    std::string* scratch) {
+  if (reinterpret_cast<uintptr_t>(bytes.data()) % alignof(uint64_t) == 0) {
+    return bytes;
+  }
+  scratch->assign(bytes.data(), bytes.size());
+  return *scratch;
+}
+
 Status DecodeRecord(TaskId id, std::string_view bytes, TaskRecord* record) {
+  // Decoding copies every field out, so any bytes will do.
+  std::string scratch;
+  bytes = AlignedRecordBytes(bytes, &scratch);
   const fb::TaskRecord* table = nullptr;
   Status s = VerifyRecord(id, bytes, &table);
   if (!s.ok()) return s;

@@ -83,9 +83,15 @@ std::string EncodeRecord(const TaskRecord& record);
 // Corruption naming the task id and what is wrong.
 // REQUIRES: bytes.data() is 8-byte aligned, as a std::string's data is.
 // FlatBuffers reads scalars in place; a RocksDB Slice (an iterator's value)
-// may start anywhere, so copy it first.
+// may start anywhere, so pass it through AlignedRecordBytes first.
 Status VerifyRecord(TaskId id, std::string_view bytes,
                     const fb::TaskRecord** table);
+
+// `bytes` itself when it starts 8-byte aligned, else a copy in *scratch:
+// what VerifyRecord may read in place. The result lives as long as `bytes`
+// or *scratch, whichever it views.
+std::string_view AlignedRecordBytes(std::string_view bytes,
+                                    std::string* scratch);
 
 // Verifies and decodes.
 Status DecodeRecord(TaskId id, std::string_view bytes, TaskRecord* record);

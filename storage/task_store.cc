@@ -472,8 +472,10 @@ Status TaskStore::RepairIndexes() {
 Status TaskStore::RebuildCounts() {
   std::array<uint64_t, kTaskStatusCount> counts{};
   TypeCounts type_counts;
+  std::string scratch;
   Status s = ForEachRecordLocked([&](TaskId id, std::string_view bytes) {
     const fb::TaskRecord* table = nullptr;
+    bytes = AlignedRecordBytes(bytes, &scratch);
     if (VerifyRecord(id, bytes, &table).ok()) {
       auto status = static_cast<size_t>(table->status());
       counts[status]++;

@@ -370,10 +370,12 @@ TEST(TimeoutTest, ATaskTimeoutOverridesTheHandlers) {
   HandlerOptions options;
   options.timeout = 1h;
   options.retry = RetryPolicy::None();
+  Gate started;
   ASSERT_TRUE(h.runtime()
                   .RegisterHandler(
                       "t",
                       [&](TaskContext& task) {
+                        started.Open();
                         task.WaitForCancel(std::chrono::seconds(30));
                         return Status::Aborted("stopped");
                       },
@@ -383,7 +385,10 @@ TEST(TimeoutTest, ATaskTimeoutOverridesTheHandlers) {
   short_timeout.timeout = 1s;
   TaskId id = h.Put("t", "", short_timeout);
   ASSERT_TRUE(h.runtime().Start().ok());
-  ASSERT_TRUE(h.WaitForStatus(id, TaskStatus::kRunning));
+  // The scheduler arms the deadline before the handler starts; a stored
+  // "running" alone may come first, and a deadline armed after the clock
+  // moved would never come due.
+  ASSERT_TRUE(started.Wait());
   h.clock().Advance(1s);
   ASSERT_TRUE(h.WaitForStatus(id, TaskStatus::kFailed));
   EXPECT_EQ(h.Info(id).timeout, std::chrono::seconds(1));
