@@ -40,7 +40,10 @@ int main(int argc, char** argv) {
   });
 
   // Wait until nothing is left to run, then close (the destructor would too).
-  runtime->Drain().Wait();
+  spool::Result<void> drained = runtime->Drain().Wait();
+  if (!drained.ok()) {
+    std::fprintf(stderr, "drain: %s\n", drained.status().ToString().c_str());
+  }
   spool::Result<void> closed = runtime->Close().Wait();
-  return closed.ok() ? 0 : 1;
+  return drained.ok() && closed.ok() ? 0 : 1;
 }

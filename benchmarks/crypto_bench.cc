@@ -165,7 +165,7 @@ void BM_Enqueue(benchmark::State& state) {
     }
   }
   state.SetItemsProcessed(state.iterations() * kBatch);
-  runtime->Close().Wait();
+  if (!runtime->Close().Wait().ok()) state.SkipWithError("close failed");
   runtime.reset();
   std::filesystem::remove_all(path);
 }

@@ -185,7 +185,8 @@ Status RuntimeImpl::OpenInternal() {
 RuntimeImpl::~RuntimeImpl() {
   // A runtime whose open failed has nothing to close: OpenInternal already
   // released what it had made.
-  if (opened_) Close().Wait();
+  // A destructor cannot report: Close logs what went wrong.
+  if (opened_) static_cast<void>(Close().Wait());
   if (closer_.joinable()) closer_.join();
   if (own_executor_) own_executor_->Shutdown();
 }

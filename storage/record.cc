@@ -124,6 +124,14 @@ Status VerifyRecord(TaskId id, std::string_view bytes,
   if (record->id() != id) {
     return corrupt("record holds id " + std::to_string(record->id()));
   }
+  // The verifier aligns a vector's length but not its 8-byte elements; a
+  // damaged offset can leave them misaligned, and reading them then is
+  // undefined behaviour. A record the builder wrote is always aligned.
+  if (const auto* deps = record->depends_on();
+      deps != nullptr &&
+      reinterpret_cast<uintptr_t>(deps->data()) % alignof(uint64_t) != 0) {
+    return corrupt("dependency list is misaligned");
+  }
   if (static_cast<uint8_t>(record->status()) >= kTaskStatusCount) {
     return corrupt("status value " +
                    std::to_string(static_cast<int>(record->status())) +

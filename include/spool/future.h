@@ -146,7 +146,12 @@ class Future {
   // Do not call from a handler on the future of work that the same handler
   // must finish first (e.g. Close), or from a callback on the callback
   // executor when that executor has one thread: both wait for themselves.
-  const Result<T>& Wait() const { return state_->Wait(); }
+  const Result<T>& Wait() const& { return state_->Wait(); }
+
+  // The same on a temporary Future, returning a copy: a reference into the
+  // temporary's state would dangle at the end of the statement, as in
+  // `const auto& r = runtime->GetTask(id).Wait();`.
+  Result<T> Wait() && { return state_->Wait(); }
 
   // Blocks for at most `timeout`. Returns true when the result is set.
   template <class Rep, class Period>
