@@ -94,6 +94,11 @@ Plan MakePlan(bool quick, int rounds) {
   return plan;
 }
 
+bool EndsWith(std::string_view text, std::string_view suffix) {
+  return text.size() >= suffix.size() &&
+         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
 std::string WithCommas(long long value) {
   std::string digits = std::to_string(value < 0 ? -value : value);
   std::string out;

@@ -153,6 +153,9 @@ struct Plan {
 Plan MakePlan(bool quick, int rounds);
 
 // "2,000"
+// Whether `text` ends with `suffix`.
+bool EndsWith(std::string_view text, std::string_view suffix);
+
 std::string WithCommas(long long value);
 
 // A number for tables: 3 significant digits, thousands separators for large

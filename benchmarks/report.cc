@@ -256,14 +256,9 @@ std::vector<std::string> MethodNotes(const RunReport& r) {
 }  // namespace
 
 bool LowerIsBetter(const std::string& metric) {
-  auto ends_with = [&](const char* suffix) {
-    std::string s(suffix);
-    return metric.size() >= s.size() &&
-           metric.compare(metric.size() - s.size(), s.size(), s) == 0;
-  };
   return metric == "ms" || metric == "bytes" || metric == "reruns" ||
-         metric == "emissions" || ends_with("_us") || ends_with("_ms") ||
-         metric.find("_us_") != std::string::npos ||
+         metric == "emissions" || EndsWith(metric, "_us") ||
+         EndsWith(metric, "_ms") || metric.find("_us_") != std::string::npos ||
          metric.find("_ms_") != std::string::npos;
 }
 

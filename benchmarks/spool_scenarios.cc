@@ -265,41 +265,39 @@ Status DrainRound(const Plan& plan, const Options& base, int workers, int tasks,
   return instance.Close(out);
 }
 
+// Drains `tasks` stored tasks at `concurrency`, `rounds` times, and emits
+// the median rate under `variant`.
+Status DrainRounds(const Plan& plan, const Options& base, int concurrency,
+                   int tasks, int rounds, const std::string& variant,
+                   Reporter* out) {
+  std::vector<double> rates;
+  for (int round = 1; round <= rounds; ++round) {
+    Progress("spool drain %s tasks, concurrency %d: round %d/%d",
+             WithCommas(tasks).c_str(), concurrency, round, rounds);
+    double rate = 0;
+    Status s = DrainRound(plan, base, concurrency, tasks, out, &rate);
+    if (!s.ok()) return s;
+    rates.push_back(rate);
+  }
+  Emit(out, "drain", variant, "tasks_per_s", Median(rates), "tasks/s");
+  return Status::OK();
+}
+
 Status DrainScenario(const Plan& plan, const Options& base, Reporter* out) {
   std::vector<int> concurrencies = {1};
   if (base.workers > 1) concurrencies.push_back(base.workers);
   for (int concurrency : concurrencies) {
-    std::vector<double> rates;
-    for (int round = 1; round <= plan.rounds; ++round) {
-      Progress("spool drain %s tasks, concurrency %d: round %d/%d",
-               WithCommas(plan.drain_tasks).c_str(), concurrency, round,
-               plan.rounds);
-      double rate = 0;
-      Status s =
-          DrainRound(plan, base, concurrency, plan.drain_tasks, out, &rate);
-      if (!s.ok()) return s;
-      rates.push_back(rate);
-    }
-    Emit(out, "drain", "sync,concurrency=" + std::to_string(concurrency),
-         "tasks_per_s", Median(rates), "tasks/s");
+    Status s =
+        DrainRounds(plan, base, concurrency, plan.drain_tasks, plan.rounds,
+                    "sync,concurrency=" + std::to_string(concurrency), out);
+    if (!s.ok()) return s;
   }
   if (plan.big_drain_tasks > 0) {
-    int concurrency = base.workers;
-    std::vector<double> rates;
-    for (int round = 1; round <= plan.big_drain_rounds; ++round) {
-      Progress("spool drain %s tasks, concurrency %d: round %d/%d",
-               WithCommas(plan.big_drain_tasks).c_str(), concurrency, round,
-               plan.big_drain_rounds);
-      double rate = 0;
-      Status s =
-          DrainRound(plan, base, concurrency, plan.big_drain_tasks, out, &rate);
-      if (!s.ok()) return s;
-      rates.push_back(rate);
-    }
-    Emit(out, "drain",
-         "sync,concurrency=" + std::to_string(concurrency) +
-             ",tasks=" + std::to_string(plan.big_drain_tasks),
-         "tasks_per_s", Median(rates), "tasks/s");
+    return DrainRounds(plan, base, base.workers, plan.big_drain_tasks,
+                       plan.big_drain_rounds,
+                       "sync,concurrency=" + std::to_string(base.workers) +
+                           ",tasks=" + std::to_string(plan.big_drain_tasks),
+                       out);
   }
   return Status::OK();
 }
@@ -745,12 +743,7 @@ Status ReadsScenario(const Plan& plan, const Options& base, Reporter* out) {
   return RunReadsBenchmarks(options, [&](const ReadsRow& row) {
     // The medians only, as elsewhere in the report; spool-reads-bench
     // prints each figure's spread.
-    auto ends_with = [&](std::string_view suffix) {
-      return row.metric.size() > suffix.size() &&
-             row.metric.compare(row.metric.size() - suffix.size(),
-                                suffix.size(), suffix) == 0;
-    };
-    if (ends_with("_min") || ends_with("_max")) return;
+    if (EndsWith(row.metric, "_min") || EndsWith(row.metric, "_max")) return;
     Emit(out, "reads", row.scenario + "," + row.variant, row.metric, row.value,
          row.unit);
   });
