@@ -37,7 +37,8 @@ inline const std::vector<std::string>& AllScenarios() {
 // limits, not queues.
 inline const std::vector<std::string>& AllPeers() {
   static const std::vector<std::string> kPeers = {
-      "fsync", "rocksdb_raw", "sqlite", "redis", "beanstalkd", "postgres"};
+      "fsync",       "rocksdb_raw", "sqlite",  "redis",
+      "redis_plain", "beanstalkd",  "postgres"};
   return kPeers;
 }
 

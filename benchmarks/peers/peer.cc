@@ -43,6 +43,7 @@ std::vector<std::unique_ptr<Peer>> MakeAllPeers() {
   peers.push_back(MakeRocksDbRawPeer());
   peers.push_back(MakeSqlitePeer());
   peers.push_back(MakeRedisPeer());
+  peers.push_back(MakeRedisPlainPeer());
   peers.push_back(MakeBeanstalkdPeer());
   peers.push_back(MakePostgresPeer());
   return peers;
@@ -53,6 +54,7 @@ std::unique_ptr<Peer> MakePeer(std::string_view name) {
   if (name == "rocksdb_raw") return MakeRocksDbRawPeer();
   if (name == "sqlite") return MakeSqlitePeer();
   if (name == "redis") return MakeRedisPeer();
+  if (name == "redis_plain") return MakeRedisPlainPeer();
   if (name == "beanstalkd") return MakeBeanstalkdPeer();
   if (name == "postgres") return MakePostgresPeer();
   return nullptr;

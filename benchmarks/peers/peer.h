@@ -59,7 +59,8 @@ class Peer {
   // Stops the peer's server, if it still runs, like Teardown.
   virtual ~Peer() = default;
 
-  // "fsync", "rocksdb_raw", "sqlite", "redis", "beanstalkd" or "postgres".
+  // "fsync", "rocksdb_raw", "sqlite", "redis", "redis_plain", "beanstalkd"
+  // or "postgres".
   virtual std::string name() const = 0;
 
   // Starts the peer (its server, if any, on 127.0.0.1 in `workdir`) and

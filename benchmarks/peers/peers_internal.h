@@ -19,6 +19,13 @@ inline constexpr char kRedisServerPath[] = "/usr/bin/redis-server";
 inline constexpr char kBeanstalkdPath[] = "/usr/bin/beanstalkd";
 inline constexpr char kPostgresBinDir[] = "/usr/lib/postgresql/15/bin";
 
+// The Redis peers' lists, named here for tests that look at them: "redis"
+// keeps task ids in its lists, "redis_plain" the tasks themselves.
+inline constexpr char kRedisPendingKey[] = "spool:pending";
+inline constexpr char kRedisProcessingKey[] = "spool:processing";
+inline constexpr char kRedisPlainPendingKey[] = "spool:plain:pending";
+inline constexpr char kRedisPlainProcessingKey[] = "spool:plain:processing";
+
 // How a peer with a server process starts it.
 struct ServerPeerOptions {
   // The TCP port on 127.0.0.1. 0 picks a free port, and picks another if the
@@ -35,7 +42,10 @@ struct ServerPeerOptions {
 std::unique_ptr<Peer> MakeFsyncPeer();
 std::unique_ptr<Peer> MakeRocksDbRawPeer();
 std::unique_ptr<Peer> MakeSqlitePeer();
+// Redis with one Lua script per step and a hash per task.
 std::unique_ptr<Peer> MakeRedisPeer(const ServerPeerOptions& options = {});
+// Redis with one plain list command per step (LPUSH, LMOVE, LREM).
+std::unique_ptr<Peer> MakeRedisPlainPeer(const ServerPeerOptions& options = {});
 std::unique_ptr<Peer> MakeBeanstalkdPeer(const ServerPeerOptions& options = {});
 std::unique_ptr<Peer> MakePostgresPeer(const ServerPeerOptions& options = {});
 

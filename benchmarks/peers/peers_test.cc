@@ -15,11 +15,13 @@
 #include <memory>
 #include <netinet/in.h>
 #include <poll.h>
+#include <set>
 #include <sstream>
 #include <string>
 #include <sys/prctl.h>
 #include <sys/shm.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
@@ -60,7 +62,8 @@ bool IsLimitPeer(const std::string& name) {
 }
 
 bool HasServer(const std::string& name) {
-  return name == "redis" || name == "beanstalkd" || name == "postgres";
+  return name == "redis" || name == "redis_plain" || name == "beanstalkd" ||
+         name == "postgres";
 }
 
 std::string Canonical(const std::string& path) {
@@ -185,9 +188,9 @@ TEST(PeerFactoryTest, MakesEveryPeerInOrder) {
   std::vector<std::unique_ptr<Peer>> peers = MakeAllPeers();
   std::vector<std::string> names;
   for (const auto& peer : peers) names.push_back(peer->name());
-  EXPECT_EQ(names,
-            (std::vector<std::string>{"fsync", "rocksdb_raw", "sqlite", "redis",
-                                      "beanstalkd", "postgres"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"fsync", "rocksdb_raw", "sqlite",
+                                             "redis", "redis_plain",
+                                             "beanstalkd", "postgres"}));
   for (const std::string& name : names) {
     std::unique_ptr<Peer> peer = MakePeer(name);
     ASSERT_NE(peer, nullptr) << name;
@@ -307,7 +310,8 @@ TEST_P(PeerTest, SetupAndTeardownLeakNoDescriptors) {
 
 INSTANTIATE_TEST_SUITE_P(AllPeers, PeerTest,
                          ::testing::Values("fsync", "rocksdb_raw", "sqlite",
-                                           "redis", "beanstalkd", "postgres"),
+                                           "redis", "redis_plain", "beanstalkd",
+                                           "postgres"),
                          [](const auto& param_info) {
                            return param_info.param;
                          });
@@ -317,14 +321,40 @@ INSTANTIATE_TEST_SUITE_P(AllPeers, PeerTest,
 std::unique_ptr<Peer> MakeServerPeer(const std::string& name,
                                      const ServerPeerOptions& options) {
   if (name == "redis") return MakeRedisPeer(options);
+  if (name == "redis_plain") return MakeRedisPlainPeer(options);
   if (name == "beanstalkd") return MakeBeanstalkdPeer(options);
   return MakePostgresPeer(options);
 }
 
+std::unique_ptr<Peer> MakeServerPeerOnPort(const std::string& name,
+                                           uint16_t port) {
+  ServerPeerOptions options;
+  options.port = port;
+  return MakeServerPeer(name, options);
+}
+
 std::string ServerBinary(const std::string& name) {
-  if (name == "redis") return kRedisServerPath;
+  if (name == "redis" || name == "redis_plain") return kRedisServerPath;
   if (name == "beanstalkd") return kBeanstalkdPath;
   return std::string(kPostgresBinDir) + "/postgres";
+}
+
+// A socket listening on a free port of 127.0.0.1, which it stores in `port`;
+// invalid on failure.
+ScopedFd ListenOnLoopback(uint16_t* port) {
+  ScopedFd fd(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  if (!fd.valid() ||
+      bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      listen(fd.get(), 1) != 0 ||
+      getsockname(fd.get(), reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    return ScopedFd();
+  }
+  *port = ntohs(addr.sin_port);
+  return fd;
 }
 
 class ServerPeerTest : public ::testing::TestWithParam<std::string> {
@@ -358,23 +388,12 @@ TEST_P(ServerPeerTest, MissingBinaryIsNotSupported) {
 
 TEST_P(ServerPeerTest, PortInUseFailsWithTheServerLog) {
   // Hold a port, then ask the peer to use it.
-  ScopedFd holder(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  uint16_t port = 0;
+  ScopedFd holder = ListenOnLoopback(&port);
   ASSERT_TRUE(holder.valid());
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(
-      bind(holder.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-  ASSERT_EQ(listen(holder.get(), 1), 0);
-  socklen_t len = sizeof(addr);
-  ASSERT_EQ(getsockname(holder.get(), reinterpret_cast<sockaddr*>(&addr), &len),
-            0);
-  const uint16_t port = ntohs(addr.sin_port);
 
   TempDir dir;
-  ServerPeerOptions options;
-  options.port = port;
-  std::unique_ptr<Peer> peer = MakeServerPeer(GetParam(), options);
+  std::unique_ptr<Peer> peer = MakeServerPeerOnPort(GetParam(), port);
   Status s = peer->Setup(dir.path());
   EXPECT_TRUE(s.IsBusy()) << s.ToString();
   // The message names the port and carries the server's own complaint.
@@ -458,7 +477,197 @@ TEST_P(ServerPeerTest, CrashOfTheOwnerLeavesNoServer) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Servers, ServerPeerTest,
-                         ::testing::Values("redis", "beanstalkd", "postgres"),
+                         ::testing::Values("redis", "redis_plain", "beanstalkd",
+                                           "postgres"),
+                         [](const auto& param_info) {
+                           return param_info.param;
+                         });
+
+// ---- The Redis peers: what their lists hold ------------------------------
+
+// A minimal RESP client, so that a test can look at a Redis peer's lists
+// without the peer's own client code: one command at a time; replies of
+// simple strings, errors, integers, bulk strings and arrays of bulk strings.
+struct RespReply {
+  char type = 0;                      // '+', '-', ':', '$' or '*'; '_' for nil.
+  std::string text;                   // A string's or an integer's text.
+  std::vector<std::string> elements;  // An array's bulk strings.
+};
+
+class RespConnection {
+ public:
+  explicit RespConnection(uint16_t port)
+      : fd_(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) {
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(port);
+    timeval timeout{5, 0};
+    ok_ = fd_.valid() &&
+          setsockopt(fd_.get(), SOL_SOCKET, SO_RCVTIMEO, &timeout,
+                     sizeof(timeout)) == 0 &&
+          connect(fd_.get(), reinterpret_cast<sockaddr*>(&addr),
+                  sizeof(addr)) == 0;
+  }
+
+  // Sends `args` and reads the reply; type 0 when the connection failed.
+  RespReply Command(const std::vector<std::string>& args) {
+    std::string out = "*" + std::to_string(args.size()) + "\r\n";
+    for (const std::string& a : args) {
+      out += "$" + std::to_string(a.size()) + "\r\n" + a + "\r\n";
+    }
+    RespReply reply;
+    if (!ok_ || write(fd_.get(), out.data(), out.size()) !=
+                    static_cast<ssize_t>(out.size())) {
+      return reply;
+    }
+    std::string line;
+    if (!ReadLine(&line) || line.empty()) return reply;
+    reply.type = line[0];
+    reply.text = line.substr(1);
+    if (reply.type == '$') {
+      if (reply.text == "-1") {
+        reply.type = '_';
+      } else if (!ReadBytes(std::stoul(reply.text) + 2, &reply.text)) {
+        reply.type = 0;
+      } else {
+        reply.text.resize(reply.text.size() - 2);
+      }
+    } else if (reply.type == '*') {
+      const long n = std::stol(reply.text);
+      for (long i = 0; i < n; ++i) {
+        std::string element;
+        if (!ReadLine(&line) || line.empty() || line[0] != '$' ||
+            !ReadBytes(std::stoul(line.substr(1)) + 2, &element)) {
+          reply.type = 0;
+          return reply;
+        }
+        element.resize(element.size() - 2);
+        reply.elements.push_back(std::move(element));
+      }
+    }
+    return reply;
+  }
+
+ private:
+  bool Fill() {
+    char buf[4096];
+    ssize_t n = read(fd_.get(), buf, sizeof(buf));
+    if (n <= 0) return false;
+    in_.append(buf, static_cast<size_t>(n));
+    return true;
+  }
+  bool ReadLine(std::string* line) {
+    size_t end;
+    while ((end = in_.find("\r\n")) == std::string::npos) {
+      if (!Fill()) return false;
+    }
+    *line = in_.substr(0, end);
+    in_.erase(0, end + 2);
+    return true;
+  }
+  bool ReadBytes(size_t n, std::string* bytes) {
+    while (in_.size() < n) {
+      if (!Fill()) return false;
+    }
+    *bytes = in_.substr(0, n);
+    in_.erase(0, n);
+    return true;
+  }
+
+  ScopedFd fd_;
+  bool ok_ = false;
+  std::string in_;
+};
+
+// The Redis peers, with the server on a known port so that the test can look
+// at its lists.
+class RedisPeerTest : public ServerPeerTest {
+ protected:
+  bool plain() const { return GetParam() == "redis_plain"; }
+  std::string pending_key() const {
+    return plain() ? kRedisPlainPendingKey : kRedisPendingKey;
+  }
+  std::string processing_key() const {
+    return plain() ? kRedisPlainProcessingKey : kRedisProcessingKey;
+  }
+  // The payload of a list element: the plain peer's element is
+  // "<id>\n<type>\n<payload>"; the other's is an id into its task hashes.
+  std::string PayloadOf(RespConnection* redis, const std::string& element) {
+    if (plain()) return element.substr(element.rfind('\n') + 1);
+    return redis->Command({"HGET", "spool:task:" + element, "payload"}).text;
+  }
+  // The payloads on the pending list, oldest (next to be claimed) first.
+  std::vector<std::string> Pending(RespConnection* redis) {
+    RespReply r = redis->Command({"LRANGE", pending_key(), "0", "-1"});
+    EXPECT_EQ(r.type, '*') << r.text;
+    std::vector<std::string> out;
+    for (auto it = r.elements.rbegin(); it != r.elements.rend(); ++it) {
+      out.push_back(PayloadOf(redis, *it));
+    }
+    return out;
+  }
+  std::string ProcessingLength(RespConnection* redis) {
+    return redis->Command({"LLEN", processing_key()}).text;
+  }
+};
+
+TEST_P(RedisPeerTest, ClaimsOldestFirstAndCompletionLeavesNothingProcessing) {
+  uint16_t port = 0;
+  ASSERT_TRUE(ListenOnLoopback(&port).valid());  // Closed: the port is free.
+  TempDir dir;
+  std::unique_ptr<Peer> peer = MakeServerPeerOnPort(GetParam(), port);
+  Status s = peer->Setup(dir.path());
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  {
+    Result<std::unique_ptr<PeerClient>> client = peer->Connect();
+    ASSERT_TRUE(client.ok()) << client.status().ToString();
+    RespConnection redis(port);
+    for (const char* payload : {"first", "second", "third"}) {
+      ASSERT_TRUE((*client)->Enqueue("noop", payload).ok());
+    }
+    EXPECT_EQ(Pending(&redis),
+              (std::vector<std::string>{"first", "second", "third"}));
+
+    ASSERT_TRUE((*client)->ClaimAndComplete().ok());
+    EXPECT_EQ(Pending(&redis), (std::vector<std::string>{"second", "third"}));
+    EXPECT_EQ(ProcessingLength(&redis), "0");
+    if (!plain()) {
+      // The task hash follows the steps.
+      RespReply task = redis.Command({"HMGET", "spool:task:1", "status"});
+      EXPECT_EQ(task.elements, std::vector<std::string>{"completed"});
+    }
+    ASSERT_TRUE((*client)->ClaimAndComplete().ok());
+    EXPECT_EQ(Pending(&redis), std::vector<std::string>{"third"});
+
+    // Preloaded tasks queue behind, each a distinct element (so that LREM
+    // removes exactly the task claimed), though their contents are equal.
+    ASSERT_TRUE((*client)->Preload(3, "noop", "same").ok());
+    EXPECT_EQ(Pending(&redis),
+              (std::vector<std::string>{"third", "same", "same", "same"}));
+    RespReply elements = redis.Command({"LRANGE", pending_key(), "0", "-1"});
+    EXPECT_EQ(std::set<std::string>(elements.elements.begin(),
+                                    elements.elements.end())
+                  .size(),
+              4u);
+    if (plain()) {
+      // The task carries its type.
+      EXPECT_NE(elements.elements.back().find("\nnoop\nthird"),
+                std::string::npos);
+    }
+    int drained = 0;
+    while ((s = (*client)->ClaimAndComplete()).ok()) ++drained;
+    EXPECT_TRUE(s.IsNotFound()) << s.ToString();
+    EXPECT_EQ(drained, 4);
+    EXPECT_EQ(Pending(&redis), std::vector<std::string>{});
+    EXPECT_EQ(ProcessingLength(&redis), "0");
+  }
+  peer->Teardown();
+  EXPECT_TRUE(NoProcessLeft(dir.path()));
+}
+
+INSTANTIATE_TEST_SUITE_P(Redis, RedisPeerTest,
+                         ::testing::Values("redis", "redis_plain"),
                          [](const auto& param_info) {
                            return param_info.param;
                          });

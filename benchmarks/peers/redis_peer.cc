@@ -1,11 +1,24 @@
-// The "redis" peer: Redis as a durable reliable queue. The server runs with
-// the append-only file and appendfsync=always, so it writes and fsyncs the
-// AOF before it sends the replies of an event-loop pass (group commit across
-// clients); RDB snapshots are off. The queue is the reliable-queue pattern:
-//   enqueue:  store the task hash and LPUSH its id onto the pending list;
-//   claim:    LMOVE pending -> processing, mark the task running;
-//   complete: LREM it from processing, mark the task completed.
-// Each step is one Lua script, so it is atomic and costs one round trip.
+// The Redis peers: Redis as a durable reliable queue, used in two ways.
+//
+// Both run the same server: the append-only file with appendfsync=always, so
+// it writes and fsyncs the AOF before it sends the replies of an event-loop
+// pass (group commit across clients); RDB snapshots are off. Both use the
+// reliable-queue pattern, a pending and a processing list; they differ in
+// what a step sends:
+//
+// "redis" keeps a hash per task (type, payload, status, attempts, times), and
+// each step is one Lua script, so it is atomic and costs one round trip:
+//   enqueue:  INCR the id, HSET the task hash, LPUSH the id onto pending;
+//   claim:    LMOVE pending -> processing, HSET status, HINCRBY attempts;
+//   complete: LREM the id from processing, HSET status.
+//
+// "redis_plain" is the fastest common use: no scripts and no task hash; the
+// list element is the task itself (a client-made id, type and payload in one
+// string), and each step is one plain command:
+//   enqueue:  LPUSH pending <task>;
+//   claim:    LMOVE pending -> processing (returns <task>);
+//   complete: LREM processing 1 <task>.
+//
 // Lists are FIFO: the pattern has no priorities (all benchmark tasks have
 // priority 0).
 
@@ -17,6 +30,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <hiredis/hiredis.h>
 #include <initializer_list>
 #include <memory>
@@ -37,8 +51,10 @@ constexpr milliseconds kProbeTimeout{250};
 // hanging the benchmark.
 constexpr milliseconds kCommandTimeout{30000};
 
-constexpr char kPendingKey[] = "spool:pending";
-constexpr char kProcessingKey[] = "spool:processing";
+// Commands per round trip (and per AOF fsync) in Preload.
+constexpr size_t kPipelineDepth = 500;
+
+// The "redis" peer's other keys (the lists are in peers_internal.h).
 constexpr char kNextIdKey[] = "spool:next_id";
 constexpr char kTaskPrefix[] = "spool:task:";
 
@@ -96,6 +112,7 @@ std::string NowMs() {
                             .count());
 }
 
+// A connection whose every command is bounded by kCommandTimeout.
 Result<ContextPtr> ConnectTo(uint16_t port, milliseconds connect_timeout) {
   ContextPtr c(
       redisConnectWithTimeout("127.0.0.1", port, ToTimeval(connect_timeout)));
@@ -123,21 +140,82 @@ Status ReplyStatus(redisContext* c, const redisReply* reply,
   return Status::OK();
 }
 
-// Sends one command (binary-safe arguments) and returns its reply.
+// One command, binary-safe: its arguments need only outlive the object.
+class Command {
+ public:
+  explicit Command(std::initializer_list<std::string_view> args) {
+    for (std::string_view a : args) {
+      argv_.push_back(a.data());
+      lengths_.push_back(a.size());
+    }
+  }
+
+  // Sends it and waits for the reply: null on an I/O error or timeout.
+  redisReply* Send(redisContext* c) {
+    return static_cast<redisReply*>(
+        redisCommandArgv(c, argc(), argv_.data(), lengths_.data()));
+  }
+  // Appends it to `c`'s output buffer, for a pipeline: REDIS_OK or REDIS_ERR.
+  int Append(redisContext* c) {
+    return redisAppendCommandArgv(c, argc(), argv_.data(), lengths_.data());
+  }
+
+ private:
+  int argc() const { return static_cast<int>(argv_.size()); }
+
+  std::vector<const char*> argv_;
+  std::vector<size_t> lengths_;
+};
+
+// Sends one command and returns its reply.
 Result<ReplyPtr> Call(redisContext* c,
                       std::initializer_list<std::string_view> args,
                       const std::string& what) {
-  std::vector<const char*> argv;
-  std::vector<size_t> lengths;
-  for (std::string_view a : args) {
-    argv.push_back(a.data());
-    lengths.push_back(a.size());
-  }
-  ReplyPtr reply(static_cast<redisReply*>(redisCommandArgv(
-      c, static_cast<int>(argv.size()), argv.data(), lengths.data())));
+  ReplyPtr reply(Command(args).Send(c));
   Status s = ReplyStatus(c, reply.get(), what);
   if (!s.ok()) return s;
   return reply;
+}
+
+// Sends `n` commands, pipelined kPipelineDepth per round trip (and so per
+// AOF fsync). Each call of `append` appends the next to `c`'s output buffer,
+// returning REDIS_OK or REDIS_ERR.
+Status Pipeline(redisContext* c, size_t n, const std::function<int()>& append,
+                const std::string& what) {
+  for (size_t done = 0; done < n;) {
+    const size_t batch = std::min(kPipelineDepth, n - done);
+    for (size_t i = 0; i < batch; ++i) {
+      if (append() != REDIS_OK) {
+        return Status::IOError("redis: " + what + ": " + c->errstr);
+      }
+    }
+    // Every reply is read, even after an error reply, so that the next
+    // call does not read this batch's leftovers.
+    Status first_error;
+    for (size_t i = 0; i < batch; ++i) {
+      void* raw = nullptr;
+      if (redisGetReply(c, &raw) != REDIS_OK) raw = nullptr;
+      ReplyPtr reply(static_cast<redisReply*>(raw));
+      Status s = ReplyStatus(c, reply.get(), what);
+      if (first_error.ok()) first_error = s;
+      if (c->err) break;  // The connection is gone.
+    }
+    if (!first_error.ok()) return first_error;
+    done += batch;
+  }
+  return Status::OK();
+}
+
+// A claim's reply: the claimed element, or NotFound when nothing is pending.
+Result<std::string> ClaimedElement(const redisReply* r) {
+  if (r->type == REDIS_REPLY_NIL) {
+    return Status::NotFound("redis: no pending task");
+  }
+  if (r->type != REDIS_REPLY_STRING) {
+    return Status::IOError("redis: claim: unexpected reply type " +
+                           std::to_string(r->type));
+  }
+  return std::string(r->str, r->len);
 }
 
 // The value of `field` in an INFO reply ("field:value\r\n" lines).
@@ -164,9 +242,10 @@ Result<std::string> ConfigGet(redisContext* c, std::string_view name) {
   return std::string(r->element[1]->str, r->element[1]->len);
 }
 
+// The "redis" peer's client: a task hash and one Lua script per step.
 class RedisClient final : public PeerClient {
  public:
-  static Result<std::unique_ptr<RedisClient>> Create(uint16_t port) {
+  static Result<std::unique_ptr<PeerClient>> Create(uint16_t port) {
     Result<ContextPtr> c = ConnectTo(port, kConnectTimeout);
     if (!c.ok()) return c.status();
     std::unique_ptr<RedisClient> client(new RedisClient(std::move(c).value()));
@@ -186,80 +265,40 @@ class RedisClient final : public PeerClient {
       if (!reply.ok()) return reply.status();
       *s.sha = std::string((*reply)->str, (*reply)->len);
     }
-    return client;
+    return std::unique_ptr<PeerClient>(std::move(client));
   }
 
   Status Enqueue(std::string_view type, std::string_view payload) override {
     const std::string now = NowMs();
-    Result<ReplyPtr> reply = Call(c_.get(),
-                                  {"EVALSHA", enqueue_sha_, "2", kPendingKey,
-                                   kNextIdKey, kTaskPrefix, type, payload, now},
-                                  "enqueue");
-    return reply.status();
+    return Call(c_.get(),
+                {"EVALSHA", enqueue_sha_, "2", kRedisPendingKey, kNextIdKey,
+                 kTaskPrefix, type, payload, now},
+                "enqueue")
+        .status();
   }
 
   Status Preload(size_t n, std::string_view type,
                  std::string_view payload) override {
-    // Pipelined: many scripts per round trip and per AOF fsync.
-    constexpr size_t kPipelineDepth = 500;
     const std::string now = NowMs();
-    const char* argv[] = {"EVALSHA",   enqueue_sha_.c_str(), "2",
-                          kPendingKey, kNextIdKey,           kTaskPrefix,
-                          type.data(), payload.data(),       now.c_str()};
-    const size_t lengths[] = {7,
-                              enqueue_sha_.size(),
-                              1,
-                              sizeof(kPendingKey) - 1,
-                              sizeof(kNextIdKey) - 1,
-                              sizeof(kTaskPrefix) - 1,
-                              type.size(),
-                              payload.size(),
-                              now.size()};
-    constexpr int kArgc = sizeof(argv) / sizeof(argv[0]);
-    for (size_t done = 0; done < n;) {
-      const size_t batch = std::min(kPipelineDepth, n - done);
-      for (size_t i = 0; i < batch; ++i) {
-        if (redisAppendCommandArgv(c_.get(), kArgc, argv, lengths) !=
-            REDIS_OK) {
-          return Status::IOError(std::string("redis: preload: ") + c_->errstr);
-        }
-      }
-      // Every reply is read, even after an error reply, so that the next
-      // call does not read this batch's leftovers.
-      Status first_error;
-      for (size_t i = 0; i < batch; ++i) {
-        void* raw = nullptr;
-        if (redisGetReply(c_.get(), &raw) != REDIS_OK) raw = nullptr;
-        ReplyPtr reply(static_cast<redisReply*>(raw));
-        Status s = ReplyStatus(c_.get(), reply.get(), "preload");
-        if (first_error.ok()) first_error = s;
-        if (c_->err) break;  // The connection is gone.
-      }
-      if (!first_error.ok()) return first_error;
-      done += batch;
-    }
-    return Status::OK();
+    Command command({"EVALSHA", enqueue_sha_, "2", kRedisPendingKey, kNextIdKey,
+                     kTaskPrefix, type, payload, now});
+    return Pipeline(
+        c_.get(), n, [&] { return command.Append(c_.get()); }, "preload");
   }
 
   Status ClaimAndComplete() override {
-    Result<ReplyPtr> claimed = Call(c_.get(),
-                                    {"EVALSHA", claim_sha_, "2", kPendingKey,
-                                     kProcessingKey, kTaskPrefix, NowMs()},
-                                    "claim");
+    Result<ReplyPtr> claimed =
+        Call(c_.get(),
+             {"EVALSHA", claim_sha_, "2", kRedisPendingKey, kRedisProcessingKey,
+              kTaskPrefix, NowMs()},
+             "claim");
     if (!claimed.ok()) return claimed.status();
-    const redisReply* r = claimed->get();
-    if (r->type == REDIS_REPLY_NIL) {
-      return Status::NotFound("redis: no pending task");
-    }
-    if (r->type != REDIS_REPLY_STRING) {
-      return Status::IOError("redis: claim: unexpected reply type " +
-                             std::to_string(r->type));
-    }
-    const std::string id(r->str, r->len);
+    Result<std::string> id = ClaimedElement(claimed->get());
+    if (!id.ok()) return id.status();
     return Call(c_.get(),
-                {"EVALSHA", complete_sha_, "1", kProcessingKey, kTaskPrefix, id,
-                 NowMs()},
-                "complete task " + id)
+                {"EVALSHA", complete_sha_, "1", kRedisProcessingKey,
+                 kTaskPrefix, *id, NowMs()},
+                "complete task " + *id)
         .status();
   }
 
@@ -268,6 +307,91 @@ class RedisClient final : public PeerClient {
 
   ContextPtr c_;
   std::string enqueue_sha_, claim_sha_, complete_sha_;
+};
+
+// The "redis_plain" peer's client: the list element is the task, and each
+// step is one plain command.
+class RedisPlainClient final : public PeerClient {
+ public:
+  static Result<std::unique_ptr<PeerClient>> Create(uint16_t port) {
+    Result<ContextPtr> c = ConnectTo(port, kConnectTimeout);
+    if (!c.ok()) return c.status();
+    // The connection's id, unique for the server's life, makes the ids this
+    // client gives its tasks unique without a round trip per task.
+    Result<ReplyPtr> id = Call(c->get(), {"CLIENT", "ID"}, "CLIENT ID");
+    if (!id.ok()) return id.status();
+    if ((*id)->type != REDIS_REPLY_INTEGER) {
+      return Status::IOError("redis_plain: CLIENT ID: unexpected reply type " +
+                             std::to_string((*id)->type));
+    }
+    return std::unique_ptr<PeerClient>(new RedisPlainClient(
+        std::move(c).value(), std::to_string((*id)->integer)));
+  }
+
+  Status Enqueue(std::string_view type, std::string_view payload) override {
+    Status s = CheckType(type);
+    if (!s.ok()) return s;
+    return Call(c_.get(),
+                {"LPUSH", kRedisPlainPendingKey, Serialize(type, payload)},
+                "enqueue")
+        .status();
+  }
+
+  Status Preload(size_t n, std::string_view type,
+                 std::string_view payload) override {
+    Status s = CheckType(type);
+    if (!s.ok()) return s;
+    return Pipeline(
+        c_.get(), n,
+        [&] {
+          const std::string task = Serialize(type, payload);
+          return Command({"LPUSH", kRedisPlainPendingKey, task})
+              .Append(c_.get());
+        },
+        "preload");
+  }
+
+  Status ClaimAndComplete() override {
+    Result<ReplyPtr> claimed = Call(c_.get(),
+                                    {"LMOVE", kRedisPlainPendingKey,
+                                     kRedisPlainProcessingKey, "RIGHT", "LEFT"},
+                                    "claim");
+    if (!claimed.ok()) return claimed.status();
+    Result<std::string> task = ClaimedElement(claimed->get());
+    if (!task.ok()) return task.status();
+    const std::string what =
+        "complete task " + task->substr(0, task->find('\n'));
+    Result<ReplyPtr> removed =
+        Call(c_.get(), {"LREM", kRedisPlainProcessingKey, "1", *task}, what);
+    if (!removed.ok()) return removed.status();
+    if ((*removed)->type != REDIS_REPLY_INTEGER || (*removed)->integer != 1) {
+      return Status::IOError("redis: " + what + ": it is not being processed");
+    }
+    return Status::OK();
+  }
+
+ private:
+  RedisPlainClient(ContextPtr c, std::string client_id)
+      : c_(std::move(c)), id_prefix_(std::move(client_id) + ".") {}
+
+  // The task is "<client id>.<sequence number>\n<type>\n<payload>", so the
+  // type must not hold a newline for the element to split back into its
+  // parts.
+  static Status CheckType(std::string_view type) {
+    if (type.find('\n') == std::string_view::npos) return Status::OK();
+    return Status::InvalidArgument("redis_plain: a task type with a newline");
+  }
+
+  std::string Serialize(std::string_view type, std::string_view payload) {
+    std::string task = id_prefix_ + std::to_string(next_seq_++);
+    task.reserve(task.size() + type.size() + payload.size() + 2);
+    task.append("\n").append(type).append("\n").append(payload);
+    return task;
+  }
+
+  ContextPtr c_;
+  std::string id_prefix_;
+  uint64_t next_seq_ = 1;
 };
 
 // Ready when the server on `port` answers INFO with our child's pid.
@@ -287,18 +411,44 @@ Status ProbeRedis(uint16_t port, pid_t pid) {
   return Status::OK();
 }
 
+// How one of the Redis peers uses the server.
+struct RedisPattern {
+  const char* name;  // The peer's name.
+  // For Describe: what each step sends.
+  const char* steps;
+  Result<std::unique_ptr<PeerClient>> (*connect)(uint16_t port);
+};
+
+constexpr RedisPattern kLuaPattern = {
+    "redis",
+    "reliable queue with a hash per task, one Lua script (EVALSHA) per step: "
+    "enqueue INCR + HSET + LPUSH, claim LMOVE + HSET + HINCRBY, completion "
+    "LREM + HSET; FIFO, no priorities",
+    RedisClient::Create};
+
+constexpr RedisPattern kPlainPattern = {
+    "redis_plain",
+    "plain reliable queue, no scripts and no task hash, one command per step: "
+    "enqueue LPUSH of the task (id, type and payload in one string), claim "
+    "LMOVE pending -> processing, completion LREM; FIFO, no priorities, no "
+    "status or attempt count",
+    RedisPlainClient::Create};
+
+// A redis-server with the AOF fsynced on every write, used as `pattern_`
+// says.
 class RedisPeer final : public Peer {
  public:
-  explicit RedisPeer(const ServerPeerOptions& options) : options_(options) {
+  RedisPeer(const ServerPeerOptions& options, const RedisPattern& pattern)
+      : options_(options), pattern_(pattern) {
     if (options_.binary.empty()) options_.binary = kRedisServerPath;
   }
   ~RedisPeer() override { Teardown(); }
 
-  std::string name() const override { return "redis"; }
+  std::string name() const override { return pattern_.name; }
 
   Status Setup(const std::string& workdir) override {
     if (server_ != nullptr) {
-      return Status::FailedPrecondition("redis: Setup called twice");
+      return Status::FailedPrecondition(name() + ": Setup called twice");
     }
     LaunchSpec spec;
     spec.port = options_.port;
@@ -331,7 +481,7 @@ class RedisPeer final : public Peer {
     };
     spec.probe = ProbeRedis;
     Result<LaunchedServer> launched = LaunchServer(spec);
-    if (!launched.ok()) return launched.status().WithContext("redis");
+    if (!launched.ok()) return launched.status().WithContext(name());
     server_ = std::move(launched->process);
     port_ = launched->port;
 
@@ -343,8 +493,10 @@ class RedisPeer final : public Peer {
   void Teardown() override {
     if (server_ != nullptr) {
       Status s = server_->Stop();
-      if (!s.ok())
-        std::fprintf(stderr, "redis peer: %s\n", s.ToString().c_str());
+      if (!s.ok()) {
+        std::fprintf(stderr, "%s peer: %s\n", pattern_.name,
+                     s.ToString().c_str());
+      }
       server_.reset();
     }
     port_ = 0;
@@ -352,23 +504,19 @@ class RedisPeer final : public Peer {
 
   Result<std::unique_ptr<PeerClient>> Connect() override {
     if (server_ == nullptr) {
-      return Status::FailedPrecondition("redis: Connect before Setup");
+      return Status::FailedPrecondition(name() + ": Connect before Setup");
     }
-    Result<std::unique_ptr<RedisClient>> client = RedisClient::Create(port_);
-    if (!client.ok()) return client.status();
-    return std::unique_ptr<PeerClient>(std::move(client).value());
+    return pattern_.connect(port_);
   }
 
   std::string Describe() const override {
     std::string settings = settings_.empty()
                                ? "appendonly=yes appendfsync=always save=\"\""
                                : settings_;
-    return "redis: " + version_ + " (hiredis " + std::to_string(HIREDIS_MAJOR) +
-           "." + std::to_string(HIREDIS_MINOR) + "." +
-           std::to_string(HIREDIS_PATCH) + "), " + settings +
-           " (AOF fsynced before each event loop's replies), reliable queue: "
-           "one Lua script each for enqueue, claim (LMOVE) and completion "
-           "(LREM); FIFO, no priorities";
+    return name() + ": " + version_ + " (hiredis " +
+           std::to_string(HIREDIS_MAJOR) + "." + std::to_string(HIREDIS_MINOR) +
+           "." + std::to_string(HIREDIS_PATCH) + "), " + settings +
+           " (AOF fsynced before each event loop's replies), " + pattern_.steps;
   }
 
  private:
@@ -384,29 +532,30 @@ class RedisPeer final : public Peer {
     int major = 0, minor = 0;
     std::sscanf(version.c_str(), "%d.%d", &major, &minor);
     if (major < 6 || (major == 6 && minor < 2)) {
-      return Status::NotSupported("redis: redis-server " + version +
+      return Status::NotSupported(name() + ": redis-server " + version +
                                   " lacks LMOVE (needs 6.2 or later)");
     }
     version_ = "redis-server " + version;
     settings_.clear();
-    for (const auto& [name, want] :
+    for (const auto& [setting, want] :
          {std::pair<const char*, const char*>{"appendonly", "yes"},
           {"appendfsync", "always"},
           {"save", ""}}) {
-      Result<std::string> value = ConfigGet(c->get(), name);
+      Result<std::string> value = ConfigGet(c->get(), setting);
       if (!value.ok()) return value.status();
       if (*value != want) {
-        return Status::FailedPrecondition(
-            std::string("redis: the server runs with ") + name + "=\"" +
-            *value + "\", not \"" + want + "\"");
+        return Status::FailedPrecondition(name() + ": the server runs with " +
+                                          setting + "=\"" + *value +
+                                          "\", not \"" + want + "\"");
       }
-      settings_ += (settings_.empty() ? "" : " ") + std::string(name) + "=" +
+      settings_ += (settings_.empty() ? "" : " ") + std::string(setting) + "=" +
                    (value->empty() ? "\"\"" : *value);
     }
     return Status::OK();
   }
 
   ServerPeerOptions options_;
+  RedisPattern pattern_;
   std::unique_ptr<ChildProcess> server_;  // Null unless set up.
   uint16_t port_ = 0;
   std::string version_ = "redis-server";
@@ -416,7 +565,11 @@ class RedisPeer final : public Peer {
 }  // namespace
 
 std::unique_ptr<Peer> MakeRedisPeer(const ServerPeerOptions& options) {
-  return std::make_unique<RedisPeer>(options);
+  return std::make_unique<RedisPeer>(options, kLuaPattern);
+}
+
+std::unique_ptr<Peer> MakeRedisPlainPeer(const ServerPeerOptions& options) {
+  return std::make_unique<RedisPeer>(options, kPlainPattern);
 }
 
 }  // namespace spool::bench
@@ -427,6 +580,11 @@ namespace spool::bench {
 
 std::unique_ptr<Peer> MakeRedisPeer(const ServerPeerOptions&) {
   return MakeUnavailablePeer("redis", "built without hiredis (libhiredis-dev)");
+}
+
+std::unique_ptr<Peer> MakeRedisPlainPeer(const ServerPeerOptions&) {
+  return MakeUnavailablePeer("redis_plain",
+                             "built without hiredis (libhiredis-dev)");
 }
 
 }  // namespace spool::bench
