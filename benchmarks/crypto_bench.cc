@@ -1,6 +1,7 @@
-// Microbenchmarks for encryption at rest: sealing and opening a task record,
-// the lookup tag of a group or dedup key, and enqueue throughput through the
-// runtime with and without a key.
+// Microbenchmarks for encryption at rest: sealing and opening a task's
+// values (its spec at several sizes, sealed once per enqueue, and its state,
+// sealed again by every transition), the lookup tag of a group or dedup key,
+// and enqueue throughput through the runtime with and without a key.
 //
 //   ninja -C build crypto_bench
 //   build/benchmarks/crypto_bench --benchmark_repetitions=10
@@ -29,6 +30,7 @@
 #include <benchmark/benchmark.h>
 
 #include "storage/crypto.h"
+#include "storage/keys.h"
 #include "storage/record.h"
 
 namespace spool {
@@ -38,17 +40,29 @@ double Min(const std::vector<double>& values) {
   return *std::min_element(values.begin(), values.end());
 }
 
-// A record of about `size` bytes, as the writer stores it.
-std::string RecordOfSize(size_t size) {
-  storage::TaskRecord record;
-  record.id = 42;
-  record.type = "email";
-  record.group = "tenant-17";
-  record.sequence = 7;
-  record.created_us = record.updated_us = 1'700'000'000'000'000;
-  std::string bytes = storage::EncodeRecord(record);
-  record.payload.assign(size > bytes.size() ? size - bytes.size() : 0, 'p');
-  return storage::EncodeRecord(record);
+// A spec of about `size` bytes, as the writer stores it at enqueue: the
+// payload makes up the rest.
+storage::SpecRecord SpecOfSize(size_t size) {
+  storage::SpecRecord spec;
+  spec.id = 42;
+  spec.type = "email";
+  spec.group = "tenant-17";
+  spec.created_us = 1'700'000'000'000'000;
+  std::string bytes = storage::EncodeSpec(spec);
+  spec.payload.assign(size > bytes.size() ? size - bytes.size() : 0, 'p');
+  return spec;
+}
+
+// The state stored with it, as every transition rewrites it (with the
+// group's 32-byte lookup tag, as an encrypted store holds it).
+storage::StateRecord TypicalState() {
+  storage::StateRecord state;
+  state.id = 42;
+  state.type = "email";
+  state.stored_group = std::string(storage::kLookupTagBytes, 'g');
+  state.sequence = 7;
+  state.updated_us = 1'700'000'000'000'000;
+  return state;
 }
 
 std::shared_ptr<const storage::KeyRing> Ring() {
@@ -59,10 +73,12 @@ std::shared_ptr<const storage::KeyRing> Ring() {
   return ring;
 }
 
+// A spec of about range(0) bytes: what an enqueue seals once.
 void BM_Seal(benchmark::State& state) {
   auto ring = Ring();
-  std::string record = RecordOfSize(static_cast<size_t>(state.range(0)));
-  std::string context = storage::RecordContext(42);
+  std::string record =
+      storage::EncodeSpec(SpecOfSize(static_cast<size_t>(state.range(0))));
+  std::string context = storage::ValueContext(storage::SpecKey(42));
   std::string sealed;
   for (auto _ : state) {
     if (!ring->Seal(context, record, &sealed).ok()) state.SkipWithError("seal");
@@ -78,8 +94,9 @@ BENCHMARK(BM_Seal)->Arg(200)->Arg(1024)->Arg(16384)->ComputeStatistics("min",
 
 void BM_Open(benchmark::State& state) {
   auto ring = Ring();
-  std::string record = RecordOfSize(static_cast<size_t>(state.range(0)));
-  std::string context = storage::RecordContext(42);
+  std::string record =
+      storage::EncodeSpec(SpecOfSize(static_cast<size_t>(state.range(0))));
+  std::string context = storage::ValueContext(storage::SpecKey(42));
   std::string sealed;
   if (!ring->Seal(context, record, &sealed).ok()) std::abort();
   std::string opened;
@@ -94,18 +111,56 @@ void BM_Open(benchmark::State& state) {
 BENCHMARK(BM_Open)->Arg(200)->Arg(1024)->Arg(16384)->ComputeStatistics("min",
                                                                        Min);
 
-// What a record costs without encryption, for scale: encoding it.
-void BM_EncodeRecord(benchmark::State& state) {
-  storage::TaskRecord record;
-  std::string bytes = RecordOfSize(200);
-  if (!storage::DecodeRecord(42, bytes, &record).ok()) std::abort();
+// A state: what every transition seals, and a reader opens per task.
+void BM_SealState(benchmark::State& state) {
+  auto ring = Ring();
+  std::string record = storage::EncodeState(TypicalState());
+  std::string context = storage::ValueContext(storage::StateKey(42));
+  std::string sealed;
   for (auto _ : state) {
-    std::string encoded = storage::EncodeRecord(record);
+    if (!ring->Seal(context, record, &sealed).ok()) state.SkipWithError("seal");
+    benchmark::DoNotOptimize(sealed.data());
+  }
+  state.SetItemsProcessed(state.iterations());
+  state.counters["record_bytes"] = static_cast<double>(record.size());
+}
+BENCHMARK(BM_SealState)->ComputeStatistics("min", Min);
+
+void BM_OpenState(benchmark::State& state) {
+  auto ring = Ring();
+  std::string record = storage::EncodeState(TypicalState());
+  std::string context = storage::ValueContext(storage::StateKey(42));
+  std::string sealed;
+  if (!ring->Seal(context, record, &sealed).ok()) std::abort();
+  std::string opened;
+  for (auto _ : state) {
+    if (!ring->Open(context, sealed, &opened).ok()) state.SkipWithError("open");
+    benchmark::DoNotOptimize(opened.data());
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_OpenState)->ComputeStatistics("min", Min);
+
+// What the values cost without encryption, for scale: encoding them.
+void BM_EncodeSpec(benchmark::State& state) {
+  const storage::SpecRecord spec = SpecOfSize(200);
+  for (auto _ : state) {
+    std::string encoded = storage::EncodeSpec(spec);
     benchmark::DoNotOptimize(encoded.data());
   }
   state.SetItemsProcessed(state.iterations());
 }
-BENCHMARK(BM_EncodeRecord)->ComputeStatistics("min", Min);
+BENCHMARK(BM_EncodeSpec)->ComputeStatistics("min", Min);
+
+void BM_EncodeState(benchmark::State& state) {
+  const storage::StateRecord record = TypicalState();
+  for (auto _ : state) {
+    std::string encoded = storage::EncodeState(record);
+    benchmark::DoNotOptimize(encoded.data());
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_EncodeState)->ComputeStatistics("min", Min);
 
 void BM_LookupTag(benchmark::State& state) {
   storage::LookupTagger tagger(GenerateEncryptionKey());

@@ -17,7 +17,6 @@
 #include "storage/json_writer.h"
 #include "storage/record.h"
 #include "storage/record_json.h"
-#include "storage/task_record_generated.h"
 
 namespace spool::storage {
 namespace {
@@ -100,45 +99,56 @@ void BM_ValidateJsonPayload(benchmark::State& state) {
 }
 BENCHMARK(BM_ValidateJsonPayload);
 
-// Encoded records shaped like a busy queue's: a short type, a ~250-byte JSON
-// payload, and for a third of them a failure history.
-std::vector<std::string> MakeRecords(size_t count) {
+// Tasks shaped like a busy queue's, as a reader gets them from the store: a
+// short type, a ~250-byte JSON payload, every status, and for a third of
+// them a last error and two failure entries.
+std::vector<TaskBytes> MakeTasks(size_t count) {
   std::mt19937 rng(1);
-  std::vector<std::string> records;
-  records.reserve(count);
+  std::vector<TaskBytes> tasks(count);
   for (size_t i = 0; i < count; ++i) {
-    TaskRecord r;
-    r.id = 1000000 + i;
-    r.type = i % 2 == 0 ? "email.send" : "report.render";
-    r.payload = R"({"to":"user)" + std::to_string(i) +
-                R"(@example.com","subject":"Your order has shipped",)"
-                R"("order_id":)" +
-                std::to_string(rng()) +
-                R"(,"items":[{"sku":"A-1","qty":2,"price":9.99},)"
-                R"({"sku":"B-22","qty":1,"price":129.5}],"locale":"de-DE"})";
-    r.status = static_cast<TaskStatus>(i % kTaskStatusCount);
-    r.priority = static_cast<int32_t>(i % 5);
-    r.attempts = static_cast<uint32_t>(i % 3);
-    r.max_attempts = 5;
-    r.created_us = 1709211909000123 + static_cast<int64_t>(i) * 1000;
-    r.updated_us = r.created_us + 250000;
-    r.next_attempt_us = i % 3 == 0 ? r.updated_us + 60000000 : 0;
-    r.sequence = i;
+    SpecRecord spec;
+    spec.id = 1000000 + i;
+    spec.type = i % 2 == 0 ? "email.send" : "report.render";
+    spec.payload = R"({"to":"user)" + std::to_string(i) +
+                   R"(@example.com","subject":"Your order has shipped",)"
+                   R"("order_id":)" +
+                   std::to_string(rng()) +
+                   R"(,"items":[{"sku":"A-1","qty":2,"price":9.99},)"
+                   R"({"sku":"B-22","qty":1,"price":129.5}],"locale":"de-DE"})";
+    spec.created_us = 1709211909000123 + static_cast<int64_t>(i) * 1000;
+    StateRecord state;
+    state.id = spec.id;
+    state.type = spec.type;
+    state.status = static_cast<TaskStatus>(i % kTaskStatusCount);
+    state.priority = static_cast<int32_t>(i % 5);
+    state.attempts = static_cast<uint32_t>(i % 3);
+    state.max_attempts = 5;
+    state.updated_us = spec.created_us + 250000;
+    state.next_attempt_us = i % 3 == 0 ? state.updated_us + 60000000 : 0;
+    state.sequence = i;
     if (i % 3 == 0) {
-      RecordFailure(&r, 1, r.created_us + 100000,
+      RecordFailure(&state, 1, spec.created_us + 100000,
                     "connection refused by smtp.example.com:25");
-      RecordFailure(&r, 2, r.created_us + 200000, "timeout after 30s");
+      RecordFailure(&state, 2, spec.created_us + 200000, "timeout after 30s");
     }
-    records.push_back(EncodeRecord(r));
+    TaskBytes& task = tasks[i];
+    *task.mutable_spec() = EncodeSpec(spec);
+    task.set_has_spec();
+    *task.mutable_state() = EncodeState(state);
+    task.set_has_state();
+    for (const FailureEntry& failure : state.new_failures) {
+      *task.AddFailure() = EncodeFailure(failure);
+    }
   }
-  return records;
+  return tasks;
 }
 
 // What a list query does per row once RocksDB has returned the bytes:
-// verify the record, then render it in place into the shared buffer.
+// verify the task's values, then render them in place into the shared
+// buffer.
 void BM_ListTasksJson(benchmark::State& state) {
   const auto count = static_cast<size_t>(state.range(0));
-  const std::vector<std::string> records = MakeRecords(count);
+  std::vector<TaskBytes> tasks = MakeTasks(count);
   const auto format = static_cast<PayloadFormat>(state.range(1));
   std::string out;
   for (auto _ : state) {
@@ -146,12 +156,11 @@ void BM_ListTasksJson(benchmark::State& state) {
     JsonWriter writer(&out);
     writer.BeginArray();
     for (size_t i = 0; i < count; ++i) {
-      const fb::TaskRecord* table = nullptr;
-      if (!VerifyRecord(1000000 + i, records[i], &table).ok()) {
-        state.SkipWithError("record failed verification");
+      if (!tasks[i].Verify(1000000 + i).ok()) {
+        state.SkipWithError("task failed verification");
         return;
       }
-      WriteTaskJson(*table, format, &writer);
+      WriteTaskJson(tasks[i].view(), format, &writer);
     }
     writer.EndArray();
     benchmark::DoNotOptimize(out.data());
@@ -166,25 +175,24 @@ BENCHMARK(BM_ListTasksJson)
     ->Args({1000, static_cast<int>(PayloadFormat::kBinary)})
     ->Unit(benchmark::kMicrosecond);
 
-// Rendering alone, with the tables verified beforehand.
+// Rendering alone, with the tasks verified beforehand.
 void BM_AppendTaskJson1000(benchmark::State& state) {
-  const std::vector<std::string> records = MakeRecords(1000);
-  std::vector<const fb::TaskRecord*> tables(records.size());
-  for (size_t i = 0; i < records.size(); ++i) {
-    if (!VerifyRecord(1000000 + i, records[i], &tables[i]).ok()) {
-      state.SkipWithError("record failed verification");
+  std::vector<TaskBytes> tasks = MakeTasks(1000);
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    if (!tasks[i].Verify(1000000 + i).ok()) {
+      state.SkipWithError("task failed verification");
       return;
     }
   }
   std::string out;
   for (auto _ : state) {
     out.clear();
-    for (const fb::TaskRecord* table : tables) {
-      AppendTaskJson(*table, PayloadFormat::kJson, &out);
+    for (const TaskBytes& task : tasks) {
+      AppendTaskJson(task.view(), PayloadFormat::kJson, &out);
     }
     benchmark::DoNotOptimize(out.data());
   }
-  state.SetItemsProcessed(state.iterations() * tables.size());
+  state.SetItemsProcessed(state.iterations() * tasks.size());
 }
 BENCHMARK(BM_AppendTaskJson1000)->Unit(benchmark::kMicrosecond);
 

@@ -47,7 +47,13 @@ bool SameOptions(const Options& a, const Options& b) {
          a.max_type_bytes == b.max_type_bytes && a.readers == b.readers &&
          a.workers == b.workers && a.scheduler_threads == b.scheduler_threads &&
          a.close_timeout == b.close_timeout &&
-         a.writer_max_batch == b.writer_max_batch && a.log_level == b.log_level;
+         a.writer_max_batch == b.writer_max_batch &&
+         a.claim_ahead == b.claim_ahead &&
+         a.writer_state_cache == b.writer_state_cache &&
+         a.group_concurrency == b.group_concurrency &&
+         a.encryption_key_file == b.encryption_key_file &&
+         a.plaintext_records == b.plaintext_records &&
+         a.log_level == b.log_level;
 }
 
 // Valid options that differ from the defaults in every configurable field.
@@ -62,6 +68,11 @@ Options Unusual() {
   o.scheduler_threads = 11;
   o.close_timeout = std::chrono::milliseconds(13);
   o.writer_max_batch = 17;
+  o.claim_ahead = 19;
+  o.writer_state_cache = 23;
+  o.group_concurrency = 29;
+  o.encryption_key_file = "/unusual-keys";
+  o.plaintext_records = PlaintextRecords::kAccept;
   o.log_level = LogLevel::kError;
   return o;
 }

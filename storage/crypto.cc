@@ -306,9 +306,9 @@ std::string KeyIdHex(uint32_t key_id) {
   return text;
 }
 
-std::string RecordContext(TaskId id) {
+std::string ValueContext(std::string_view tasks_key) {
   std::string context = "task";
-  PutBigEndian64(&context, id);
+  context.append(tasks_key.data(), tasks_key.size());
   return context;
 }
 

@@ -1,7 +1,7 @@
 // Encryption at rest: AES-256-GCM sealed values, HMAC-SHA256 lookup tags,
 // and the key ring that key rotation needs.
 //
-// Sealed value, format version 1. Used for every record in the `tasks` and
+// Sealed value, format version 1. Used for every value in the `tasks` and
 // `corrupt` families of an encrypted store, and for the sealed lookup key in
 // `meta`:
 //
@@ -17,9 +17,10 @@
 //   20+n    16    GCM tag
 //
 // The associated data is the 8 header bytes followed by a context naming
-// what the value is: "task" and the task id (8 bytes, big-endian) for a
-// record, so that a record copied onto another id (or into meta) fails to
-// open, and a changed header fails too.
+// what the value is: "task" and the value's key (the task id, 8 bytes
+// big-endian, its kind, and a failure's number; storage/keys.h) for a task's
+// value, so that a value copied onto another task or kind (or into meta)
+// fails to open, and a changed header fails too.
 //
 // Keys. A key is 32 random bytes (the "master key"). HKDF-SHA256 (RFC 5869,
 // salt "spool/v1") derives from it, each with its own info string:
@@ -96,8 +97,10 @@ uint32_t SealedKeyId(std::string_view stored);
 // A key id as messages and tools show it: 8 hex digits.
 std::string KeyIdHex(uint32_t key_id);
 
-// The context (associated data after the header) of task `id`'s record.
-std::string RecordContext(TaskId id);
+// The context (associated data after the header) of the value stored under
+// `tasks_key` (storage/keys.h: SpecKey, StateKey, FailureKey), in `tasks`
+// or `corrupt`.
+std::string ValueContext(std::string_view tasks_key);
 
 // The current key, which seals, and earlier keys, which still open what they
 // sealed (rotation).

@@ -128,11 +128,11 @@ std::shared_ptr<const KeyRing> Ring(const std::string& current,
 
 TEST(KeyRingTest, SealsWithAFreshNonceAndOpensWithTheSameContext) {
   auto ring = Ring(NewRandomKey());
-  std::string plaintext = "a record's bytes";
+  std::string plaintext = "a state's bytes";
   std::string a;
   std::string b;
-  ASSERT_TRUE(ring->Seal(RecordContext(7), plaintext, &a).ok());
-  ASSERT_TRUE(ring->Seal(RecordContext(7), plaintext, &b).ok());
+  ASSERT_TRUE(ring->Seal(ValueContext(StateKey(7)), plaintext, &a).ok());
+  ASSERT_TRUE(ring->Seal(ValueContext(StateKey(7)), plaintext, &b).ok());
   EXPECT_EQ(a.size(), plaintext.size() + kSealOverhead);
   EXPECT_NE(a, b) << "two seals of the same bytes must differ (nonce)";
   EXPECT_TRUE(IsSealed(a));
@@ -141,21 +141,36 @@ TEST(KeyRingTest, SealsWithAFreshNonceAndOpensWithTheSameContext) {
 
   std::string opened;
   uint32_t key_id = 0;
-  ASSERT_TRUE(ring->Open(RecordContext(7), a, &opened, &key_id).ok());
+  ASSERT_TRUE(ring->Open(ValueContext(StateKey(7)), a, &opened, &key_id).ok());
   EXPECT_EQ(opened, plaintext);
   EXPECT_EQ(key_id, ring->current_id());
 
-  // Bound to the task id: the same value under another id fails.
-  Status other = ring->Open(RecordContext(8), a, &opened);
-  EXPECT_TRUE(other.IsCorruption());
-  EXPECT_NE(other.message().find("copied from another task"), std::string::npos)
-      << other.ToString();
+  // Bound to the value's key: the same value under another task's key, or
+  // under another kind of value of the same task, fails.
+  for (const std::string& other_key :
+       {StateKey(8), SpecKey(7), FailureKey(7, 0), TaskPrefix(7)}) {
+    Status other = ring->Open(ValueContext(other_key), a, &opened);
+    EXPECT_TRUE(other.IsCorruption()) << TaskValueName(other_key);
+    EXPECT_NE(other.message().find("copied from another task"),
+              std::string::npos)
+        << other.ToString();
+  }
+  // Failure entries are bound to their number.
+  std::string failure;
+  ASSERT_TRUE(
+      ring->Seal(ValueContext(FailureKey(7, 3)), "failure", &failure).ok());
+  EXPECT_TRUE(
+      ring->Open(ValueContext(FailureKey(7, 3)), failure, &opened).ok());
+  EXPECT_FALSE(
+      ring->Open(ValueContext(FailureKey(7, 4)), failure, &opened).ok());
+  // The context is "task" and the key itself.
+  EXPECT_EQ(ValueContext(StateKey(7)), "task" + StateKey(7));
 
   // Every byte is covered: header, nonce, ciphertext and tag.
   for (size_t i = 0; i < a.size(); ++i) {
     std::string changed = a;
     changed[i] ^= 0x20;
-    EXPECT_FALSE(ring->Open(RecordContext(7), changed, &opened).ok())
+    EXPECT_FALSE(ring->Open(ValueContext(StateKey(7)), changed, &opened).ok())
         << "byte " << i;
   }
 }
@@ -210,20 +225,38 @@ TEST(KeyRingTest, RejectsBadKeysNamingThem) {
       << s.ToString();
 }
 
-TEST(SealedFormatTest, NoRecordLooksSealedAndNoSealedValueVerifiesAsARecord) {
-  TaskRecord record;
-  record.id = 3;
-  record.type = "t";
-  record.payload = std::string(300, 'p');
-  record.group = "g";
-  std::string plain = EncodeRecord(record);
-  EXPECT_FALSE(IsSealed(plain));
-
+TEST(SealedFormatTest, NoValueLooksSealedAndNoSealedValueVerifies) {
+  SpecRecord spec;
+  spec.id = 3;
+  spec.type = "t";
+  spec.payload = std::string(300, 'p');
+  spec.group = "g";
+  StateRecord state;
+  state.id = 3;
+  state.type = "t";
+  state.stored_group = "g";
+  state.depends_on = {1, 2};
+  FailureEntry failure{1, 5, "error"};
   auto ring = Ring(NewRandomKey());
+
+  std::string plain = EncodeSpec(spec);
+  EXPECT_FALSE(IsSealed(plain));
   std::string sealed;
-  ASSERT_TRUE(ring->Seal(RecordContext(3), plain, &sealed).ok());
-  const fb::TaskRecord* table = nullptr;
-  EXPECT_TRUE(VerifyRecord(3, sealed, &table).IsCorruption());
+  ASSERT_TRUE(ring->Seal(ValueContext(SpecKey(3)), plain, &sealed).ok());
+  const fb::TaskSpec* spec_table = nullptr;
+  EXPECT_TRUE(VerifySpec(3, sealed, &spec_table).IsCorruption());
+
+  plain = EncodeState(state);
+  EXPECT_FALSE(IsSealed(plain));
+  ASSERT_TRUE(ring->Seal(ValueContext(StateKey(3)), plain, &sealed).ok());
+  const fb::TaskState* state_table = nullptr;
+  EXPECT_TRUE(VerifyState(3, sealed, &state_table).IsCorruption());
+
+  plain = EncodeFailure(failure);
+  EXPECT_FALSE(IsSealed(plain));
+  ASSERT_TRUE(ring->Seal(ValueContext(FailureKey(3, 0)), plain, &sealed).ok());
+  const fb::Failure* failure_table = nullptr;
+  EXPECT_TRUE(VerifyFailure(3, sealed, &failure_table).IsCorruption());
 }
 
 TEST(LookupTaggerTest, IsDeterministicKeyedAndSeparatesDomains) {
@@ -289,8 +322,9 @@ TEST(CryptoCacheTest, InterleavedRingsTaggersAndThreadsStayApart) {
       std::vector<std::string> mine;
       for (int i = 0; i < 2000; ++i) {
         std::string text = std::to_string(t) + ":" + std::to_string(i);
-        if (!b->Seal(RecordContext(i), text, &sealed).ok() ||
-            !b->Open(RecordContext(i), sealed, &plain).ok() || plain != text) {
+        std::string context = ValueContext(StateKey(i));
+        if (!b->Seal(context, text, &sealed).ok() ||
+            !b->Open(context, sealed, &plain).ok() || plain != text) {
           failures++;
         }
         mine.push_back(sealed.substr(kSealHeaderBytes, kNonceBytes));

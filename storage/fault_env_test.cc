@@ -47,6 +47,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <map>
 #include <ostream>
 #include <set>
 #include <thread>
@@ -59,6 +60,7 @@
 #include <rocksdb/options.h>
 
 #include "storage/record.h"
+#include "storage/task_record_generated.h"
 #include "storage/task_store.h"
 #include "tests/testing.h"
 
@@ -405,14 +407,20 @@ TEST(MemEnvTest, WrapsAnInMemoryBase) {
 // ---------------------------------------------------------------------------
 // TaskStore on the env.
 
-TaskRecord NewRecord(TaskId id, uint64_t sequence) {
-  TaskRecord r;
-  r.id = id;
-  r.type = "t";
-  r.payload = "payload-" + std::to_string(id);
-  r.sequence = sequence;
-  r.max_attempts = 3;
-  return r;
+spool::testing::StoredTask NewTask(TaskId id, uint64_t sequence) {
+  spool::testing::StoredTask t = spool::testing::PendingTask(
+      id, "t", sequence, "payload-" + std::to_string(id));
+  t.state.max_attempts = 3;
+  return t;
+}
+
+// The ids of every task in `tasks`, in order; the scan's error, if any.
+Status ListIds(const TaskStore& store, std::vector<TaskId>* ids) {
+  return store.ScanTasks(ColumnFamily::kTasks, 0,
+                         [&](TaskId id, TaskBytes&, const Status&) {
+                           ids->push_back(id);
+                           return true;
+                         });
 }
 
 class FaultStoreTest : public ::testing::Test {
@@ -436,22 +444,26 @@ class FaultStoreTest : public ::testing::Test {
 
   static Status Insert(TaskStore* store, TaskId id) {
     WriteTxn txn(store);
-    txn.Insert(NewRecord(id, txn.NextSequence()));
+    spool::testing::InsertTask(&txn, NewTask(id, txn.NextSequence()));
     return store->Commit(&txn);
   }
 
-  // Whether task `id` is in the store, intact. Fails the test on a read
-  // error or a damaged record.
+  // Whether task `id` is in the store, intact: its spec and state, both
+  // readable (a commit writes them together). Fails the test on a read
+  // error or a damaged value.
   static bool Has(const TaskStore& store, TaskId id) {
-    std::string bytes;
-    Status s = store.GetRaw(id, &bytes);
+    TaskBytes task;
+    Status s = store.GetTask(id, &task);
     if (s.IsNotFound()) return false;
     EXPECT_TRUE(s.ok()) << s.ToString();
-    TaskRecord r;
-    Status d = DecodeRecord(id, bytes, &r);
+    if (!s.ok()) return false;
+    Status v = task.Verify(id);
+    EXPECT_TRUE(v.ok()) << v.ToString();
+    SpecRecord spec;
+    Status d = DecodeSpec(id, task.spec(), &spec);
     EXPECT_TRUE(d.ok()) << d.ToString();
-    EXPECT_EQ(r.payload, "payload-" + std::to_string(id));
-    return s.ok();
+    EXPECT_EQ(spec.payload, "payload-" + std::to_string(id));
+    return v.ok();
   }
 
   // What a crash leaves: nothing more reaches the disk (every write and sync
@@ -564,10 +576,7 @@ TEST_F(FaultStoreTest, ReadsKeepWorkingWhileWritesFail) {
   EXPECT_TRUE(Has(*store, 2));
   EXPECT_FALSE(Has(*store, 3));
   std::vector<TaskId> ids;
-  Status s = store->ForEachRecord([&](TaskId id, std::string_view) {
-    ids.push_back(id);
-    return Status::OK();
-  });
+  Status s = ListIds(*store, &ids);
   ASSERT_TRUE(s.ok()) << s.ToString();
   EXPECT_EQ(ids, (std::vector<TaskId>{1, 2}));
   std::array<uint64_t, kTaskStatusCount> counts{};
@@ -733,31 +742,38 @@ TEST_F(FaultStoreTest, ReadFailuresSurfaceAsIOError) {
   for (TaskId first = 1; first <= kTasks; first += 100) {
     WriteTxn txn(store.get());
     for (TaskId id = first; id < first + 100; ++id) {
-      txn.Insert(NewRecord(id, txn.NextSequence()));
+      spool::testing::InsertTask(&txn, NewTask(id, txn.NextSequence()));
     }
     ASSERT_TRUE(store->Commit(&txn).ok());
   }
   ASSERT_TRUE(store->Flush().ok());
 
   faults_.SetFault(FaultOp::kRead, FaultSpec::Always(kSstFiles));
-  std::string bytes;
-  Status s = store->GetRaw(5, &bytes);
+  TaskBytes task;
+  Status s = store->GetTask(5, &task);
   EXPECT_TRUE(s.IsIOError()) << s.ToString();
-  s = store->ForEachRecord(
-      [](TaskId, std::string_view) { return Status::OK(); });
+  std::string bytes;
+  s = store->GetSpec(6, &bytes);
+  EXPECT_TRUE(s.IsIOError()) << s.ToString();
+  StateRecord state;
+  s = store->ReadState(7, &state);
+  EXPECT_TRUE(s.IsIOError()) << s.ToString();
+  std::vector<TaskId> ids;
+  s = ListIds(*store, &ids);
   EXPECT_TRUE(s.IsIOError()) << s.ToString();
   // Writes do not need the failed reads.
   EXPECT_TRUE(Insert(store.get(), kTasks + 1).ok());
 
-  // Random read faults: every answer is the record or IOError.
+  // Random read faults: every answer is the task or IOError.
   faults_.SetFault(FaultOp::kRead, FaultSpec::Random(0.5, kSstFiles));
   int errors = 0;
   for (TaskId id = 1; id <= kTasks; ++id) {
-    s = store->GetRaw(id, &bytes);
+    s = store->GetTask(id, &task);
     if (s.IsIOError()) {
       ++errors;
     } else {
       ASSERT_TRUE(s.ok()) << id << ": " << s.ToString();
+      ASSERT_TRUE(task.Verify(id).ok()) << id;
     }
   }
   EXPECT_GT(errors, 5);
@@ -766,9 +782,9 @@ TEST_F(FaultStoreTest, ReadFailuresSurfaceAsIOError) {
   for (TaskId id = 1; id <= kTasks + 1; ++id) {
     ASSERT_TRUE(Has(*store, id)) << id;
   }
-  // A failed GetRaw met at least one injected fault.
+  // Each failed read met at least one injected fault.
   EXPECT_GE(faults_.counters().Injected(FaultOp::kRead, kSstFiles),
-            static_cast<uint64_t>(2 + errors));
+            static_cast<uint64_t>(4 + errors));
 }
 
 TEST_F(FaultStoreTest, ReadFailureAtOpenFailsOpenThenOpenWorks) {
@@ -864,6 +880,162 @@ TEST_F(FaultStoreTest, FaultsFlippedFromAnotherThreadWhileCommitting) {
   std::printf("%llu attempted, %zu acked, %d failed\n",
               static_cast<unsigned long long>(attempted), acked.size(),
               failures);
+}
+
+// The writer keeps the states it committed of tasks it will change next
+// (storage/state_cache.h): running ones always, queued ones up to
+// StoreOptions::state_cache_entries. GetState of a kept state reads
+// nothing: with every table read failing, only kept states can be had.
+TEST_F(FaultStoreTest, KeptStatesAreReadWithoutTouchingTheDisk) {
+  for (size_t capacity : {size_t{0}, size_t{2}, size_t{65536}}) {
+    SCOPED_TRACE("state_cache_entries " + std::to_string(capacity));
+    StoreOptions options;
+    options.path = dir_.Sub("cache-" + std::to_string(capacity));
+    options.env = faults_.env();
+    options.state_cache_entries = capacity;
+    std::unique_ptr<TaskStore> store;
+    ASSERT_TRUE(TaskStore::Open(options, &store).ok());
+    auto readable = [&] {
+      faults_.SetFault(FaultOp::kRead, FaultSpec::Always(kSstFiles));
+      size_t ok = 0;
+      for (TaskId id = 1; id <= 3; ++id) {
+        WriteTxn txn(store.get());
+        StateRecord state;
+        Status s = txn.GetState(id, &state);
+        if (s.ok()) {
+          EXPECT_EQ(state.id, id);
+          ++ok;
+        } else {
+          EXPECT_TRUE(s.IsIOError()) << s.ToString();
+        }
+      }
+      faults_.ClearAllFaults();
+      return ok;
+    };
+    auto transition = [&](TaskStatus status) {
+      WriteTxn txn(store.get());
+      for (TaskId id = 1; id <= 3; ++id) {
+        StateRecord state;
+        ASSERT_TRUE(txn.GetState(id, &state).ok());
+        state.status = status;
+        txn.Update(state);
+      }
+      ASSERT_TRUE(store->Commit(&txn).ok());
+      ASSERT_TRUE(store->Flush().ok());  // nothing left in the memtable
+    };
+    {
+      WriteTxn txn(store.get());
+      for (TaskId id = 1; id <= 3; ++id) {
+        spool::testing::InsertTask(&txn, NewTask(id, txn.NextSequence()));
+      }
+      ASSERT_TRUE(store->Commit(&txn).ok());
+      ASSERT_TRUE(store->Flush().ok());
+    }
+    // Queued: as many as the cache holds.
+    EXPECT_EQ(readable(), std::min<size_t>(capacity, 3));
+    transition(TaskStatus::kRunning);
+    EXPECT_EQ(readable(), 3u) << "running states are always kept";
+    transition(TaskStatus::kSucceeded);
+    EXPECT_EQ(readable(), 0u) << "a finished task leaves";
+    EXPECT_GT(faults_.counters().Injected(FaultOp::kRead, kSstFiles), 0u);
+    store.reset();
+  }
+}
+
+// A transition writes a task's state and its new failure entries (and
+// removes the oldest) in one batch: whatever faults and power cuts do, a
+// task's history matches its state's failures_total, and no acknowledged
+// failure is lost.
+TEST_F(FaultStoreTest, AStateAndItsFailureHistoryCommitTogether) {
+  constexpr TaskId kTasks = 4;
+  auto store = MustOpen();
+  ASSERT_TRUE(store);
+  for (TaskId id = 1; id <= kTasks; ++id) {
+    ASSERT_TRUE(Insert(store.get(), id).ok());
+  }
+  faults_.Reseed(20240612);
+  auto arm = [this] {
+    faults_.SetFault(FaultOp::kWrite, FaultSpec::Random(0.05, kWalFiles));
+    faults_.SetFault(FaultOp::kSync, FaultSpec::Random(0.05, kWalFiles));
+  };
+  std::map<TaskId, uint32_t> acked;
+  int failed = 0;
+  auto reopen = [&](bool power_cut) {
+    if (power_cut) {
+      CrashAndPowerCut(&store);
+    } else {
+      store.reset();
+    }
+    faults_.ClearAllFaults();
+    store = MustOpen();
+    arm();
+  };
+  arm();
+  for (int round = 0; round < 240; ++round) {
+    ASSERT_TRUE(store);
+    TaskId id = 1 + static_cast<TaskId>(round) % kTasks;
+    WriteTxn txn(store.get());
+    StateRecord state;
+    Status s = txn.GetState(id, &state);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    // One to three failures per transition.
+    for (int f = 0; f <= round % 3; ++f) {
+      ++state.attempts;
+      RecordFailure(&state, state.attempts, round,
+                    "attempt " + std::to_string(state.attempts));
+    }
+    uint32_t total = state.failures_total;
+    txn.Update(std::move(state));
+    s = store->Commit(&txn);
+    if (s.ok()) {
+      acked[id] = total;
+      continue;
+    }
+    ASSERT_TRUE(s.IsIOError()) << s.ToString();
+    ++failed;
+    reopen(round % 2 == 0);
+  }
+  CrashAndPowerCut(&store);
+  store = MustOpen();
+  ASSERT_TRUE(store);
+  EXPECT_GT(failed, 0);
+  for (TaskId id = 1; id <= kTasks; ++id) {
+    TaskBytes task;
+    ASSERT_TRUE(store->GetTask(id, &task).ok());
+    ASSERT_TRUE(task.Verify(id).ok());
+    uint32_t total = task.view().state->failures_total();
+    EXPECT_GE(total, acked[id]) << "task " << id << " lost acknowledged work";
+    EXPECT_EQ(task.view().state->attempts(), total);
+    // The history on disk: exactly the newest entries, numbered up to the
+    // total, each the attempt of its number.
+    uint32_t first =
+        total > kMaxFailureHistory ? total - kMaxFailureHistory : 0;
+    std::vector<uint32_t> numbers;
+    std::string prefix = TaskPrefix(id);
+    prefix.push_back(static_cast<char>(TaskValueKind::kFailure));
+    ASSERT_TRUE(store
+                    ->ForEachEntry(ColumnFamily::kTasks, prefix,
+                                   [&](std::string_view key, std::string_view) {
+                                     TaskId owner = 0;
+                                     TaskValueKind kind;
+                                     uint32_t number = 0;
+                                     EXPECT_TRUE(DecodeTaskKey(key, &owner,
+                                                               &kind, &number));
+                                     numbers.push_back(number);
+                                     return Status::OK();
+                                   })
+                    .ok());
+    std::vector<uint32_t> want;
+    for (uint32_t n = first; n < total; ++n) want.push_back(n);
+    EXPECT_EQ(numbers, want) << "task " << id;
+    ASSERT_EQ(task.view().failures->size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i) {
+      EXPECT_EQ((*task.view().failures)[i]->attempt(), want[i] + 1);
+    }
+  }
+  size_t mismatches = 1;
+  ASSERT_TRUE(store->CheckIndexes(&mismatches).ok());
+  EXPECT_EQ(mismatches, 0u);
 }
 
 // Test 6: nothing acknowledged is lost, with faults at random everywhere and

@@ -968,46 +968,70 @@ TEST(Rfc3339Test, AgreesWithGmtime) {
 }
 
 // ---------------------------------------------------------------------------
-// Task records
+// Tasks: a spec, a state and a failure history, read in place
 
-TaskRecord SampleRecord() {
-  TaskRecord r;
-  r.id = 42;
-  r.type = "email.send";
-  r.payload = " {\"to\": \"a@example.com\", \"n\": [1, 2.5, null]}\n";
-  r.status = TaskStatus::kRetryScheduled;
-  r.priority = -7;
-  r.group = "tenant-9";
-  r.idempotency_key = "k\"1";
-  r.attempts = 2;
-  r.max_attempts = 5;
-  r.created_us = 1709211909000123;  // 2024-02-29T13:05:09.000123Z
-  r.updated_us = 1709211910500000;
-  r.next_attempt_us = 1709211970000000;
-  r.sequence = 99;
-  r.last_error = "timeout\n\"smtp\"";
-  r.retry = RetryPolicy::Exponential(5, Duration(10), Duration(1000), 0.25);
-  r.failures.push_back({1, 1709211909500000, "refused"});
-  r.failures.push_back({2, 1709211910400000, "timeout\n\"smtp\""});
-  return r;
+// A task as the writer stores it, in memory.
+struct SampleTask {
+  SpecRecord spec;
+  StateRecord state;
+  std::vector<FailureEntry> failures;
+};
+
+SampleTask Sample() {
+  SampleTask t;
+  t.spec.id = 42;
+  t.spec.type = "email.send";
+  t.spec.payload = " {\"to\": \"a@example.com\", \"n\": [1, 2.5, null]}\n";
+  t.spec.group = "tenant-9";
+  t.spec.idempotency_key = "k\"1";
+  t.spec.created_us = 1709211909000123;  // 2024-02-29T13:05:09.000123Z
+  t.state.id = 42;
+  t.state.type = "email.send";
+  t.state.status = TaskStatus::kRetryScheduled;
+  t.state.priority = -7;
+  t.state.stored_group = "tenant-9";
+  t.state.attempts = 2;
+  t.state.max_attempts = 5;
+  t.state.updated_us = 1709211910500000;
+  t.state.next_attempt_us = 1709211970000000;
+  t.state.sequence = 99;
+  t.state.last_error = "timeout\n\"smtp\"";
+  t.state.failures_total = 2;
+  t.state.retry =
+      RetryPolicy::Exponential(5, Duration(10), Duration(1000), 0.25);
+  t.failures.push_back({1, 1709211909500000, "refused"});
+  t.failures.push_back({2, 1709211910400000, "timeout\n\"smtp\""});
+  return t;
 }
 
-// Encodes, verifies and renders `record` the way a reader does.
-std::string TaskJson(const TaskRecord& record, PayloadFormat format) {
-  const std::string bytes = EncodeRecord(record);
-  const fb::TaskRecord* table = nullptr;
-  Status s = VerifyRecord(record.id, bytes, &table);
-  EXPECT_TRUE(s.ok()) << s.ToString();
-  if (!s.ok()) return "";
+// Encodes `task` into *bytes and verifies it, as a reader does.
+void Store(const SampleTask& task, TaskBytes* bytes) {
+  bytes->Clear();
+  *bytes->mutable_spec() = EncodeSpec(task.spec);
+  bytes->set_has_spec();
+  *bytes->mutable_state() = EncodeState(task.state);
+  bytes->set_has_state();
+  for (const FailureEntry& f : task.failures) {
+    *bytes->AddFailure() = EncodeFailure(f);
+  }
+  Status s = bytes->Verify(task.spec.id);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+}
+
+// Encodes, verifies and renders `task` the way a reader does.
+std::string TaskJson(const SampleTask& task, PayloadFormat format) {
+  TaskBytes bytes;
+  Store(task, &bytes);
+  if (bytes.view().spec == nullptr) return "";
   std::string out;
-  AppendTaskJson(*table, format, &out);
+  AppendTaskJson(bytes.view(), format, &out);
   EXPECT_TRUE(IsValidJson(out)) << out;
   return out;
 }
 
-TEST(TaskJsonTest, SampleRecordWithEmbeddedJsonPayload) {
+TEST(TaskJsonTest, SampleTaskWithEmbeddedJsonPayload) {
   EXPECT_EQ(
-      TaskJson(SampleRecord(), PayloadFormat::kJson),
+      TaskJson(Sample(), PayloadFormat::kJson),
       R"({"id":42,"type":"email.send","status":"retry_scheduled",)"
       R"("priority":-7,"group":"tenant-9","dedup_key":null,)"
       R"("idempotency_key":"k\"1","attempts":2,"max_attempts":5,)"
@@ -1021,44 +1045,70 @@ TEST(TaskJsonTest, SampleRecordWithEmbeddedJsonPayload) {
       R"("payload":{"to": "a@example.com", "n": [1, 2.5, null]}})");
 }
 
+// Each member comes from the value that holds it: what the task is from the
+// spec (the application's group, not the state's stored form, which is a
+// lookup tag in an encrypted store), where it is from the state.
+TEST(TaskJsonTest, MembersComeFromSpecStateAndHistory) {
+  SampleTask t = Sample();
+  t.state.stored_group = std::string(32, '\x01');  // as a lookup tag
+  t.spec.dedup_key = "invoice-1";
+  t.state.stored_dedup_key = std::string(32, '\x02');
+  t.state.status = TaskStatus::kFailed;
+  t.state.attempts = 5;
+  t.failures.push_back({5, 1709211920000000, "gave up"});
+  const std::string json = TaskJson(t, PayloadFormat::kBinary);
+  EXPECT_NE(json.find(R"("group":"tenant-9","dedup_key":"invoice-1",)"),
+            std::string::npos)
+      << json;
+  EXPECT_NE(json.find(R"("status":"failed")"), std::string::npos);
+  EXPECT_NE(json.find(R"("attempts":5,)"), std::string::npos);
+  EXPECT_NE(json.find(R"({"attempt":5,"at":"2024-02-29T13:05:20.000000Z",)"
+                      R"("error":"gave up"}])"),
+            std::string::npos)
+      << json;
+  EXPECT_EQ(json.find("\\u0001"), std::string::npos)
+      << "the stored group must not appear";
+}
+
 TEST(TaskJsonTest, NonJsonPayloadDeclaredJsonFallsBackToBase64) {
-  TaskRecord r = SampleRecord();
-  r.payload = "{not json";
-  const std::string json = TaskJson(r, PayloadFormat::kJson);
+  SampleTask t = Sample();
+  t.spec.payload = "{not json";
+  const std::string json = TaskJson(t, PayloadFormat::kJson);
   EXPECT_NE(json.find(R"("payload_base64":"e25vdCBqc29u"})"), std::string::npos)
       << json;
   EXPECT_EQ(json.find("\"payload\":"), std::string::npos);
 
   // Invalid UTF-8 inside an otherwise well-formed JSON string.
-  r.payload = "\"\xFF\"";
+  t.spec.payload = "\"\xFF\"";
   EXPECT_NE(
-      TaskJson(r, PayloadFormat::kJson).find(R"("payload_base64":"Iv8i"})"),
+      TaskJson(t, PayloadFormat::kJson).find(R"("payload_base64":"Iv8i"})"),
       std::string::npos);
 
-  r.payload.clear();
-  EXPECT_NE(TaskJson(r, PayloadFormat::kJson).find(R"("payload_base64":""})"),
+  t.spec.payload.clear();
+  EXPECT_NE(TaskJson(t, PayloadFormat::kJson).find(R"("payload_base64":""})"),
             std::string::npos);
 }
 
 TEST(TaskJsonTest, BinaryFormatIsAlwaysBase64) {
-  TaskRecord r = SampleRecord();
-  r.payload = "[1]";
-  const std::string json = TaskJson(r, PayloadFormat::kBinary);
+  SampleTask t = Sample();
+  t.spec.payload = "[1]";
+  const std::string json = TaskJson(t, PayloadFormat::kBinary);
   EXPECT_NE(json.find(R"("payload_base64":"WzFd"})"), std::string::npos)
       << json;
-  r.payload = std::string("\0binary\xff", 8);
-  EXPECT_NE(TaskJson(r, PayloadFormat::kBinary)
+  t.spec.payload = std::string("\0binary\xff", 8);
+  EXPECT_NE(TaskJson(t, PayloadFormat::kBinary)
                 .find(R"("payload_base64":"AGJpbmFyef8="})"),
             std::string::npos);
 }
 
 TEST(TaskJsonTest, EmptyOptionalFieldsAreNull) {
-  TaskRecord r;
-  r.id = 7;
-  r.type = "t";
-  r.status = TaskStatus::kPending;
-  r.payload = "null";
-  EXPECT_EQ(TaskJson(r, PayloadFormat::kJson),
+  SampleTask t;
+  t.spec.id = 7;
+  t.spec.type = "t";
+  t.spec.payload = "null";
+  t.state.id = 7;
+  t.state.type = "t";
+  EXPECT_EQ(TaskJson(t, PayloadFormat::kJson),
             R"({"id":7,"type":"t","status":"pending","priority":0,)"
             R"("group":null,"dedup_key":null,"idempotency_key":null,)"
             R"("attempts":0,"max_attempts":1,)"
@@ -1069,12 +1119,13 @@ TEST(TaskJsonTest, EmptyOptionalFieldsAreNull) {
 }
 
 TEST(TaskJsonTest, HostileStringsStayValid) {
-  TaskRecord r = SampleRecord();
-  r.type = "bad\xC0type\x01";
-  r.last_error = "\xED\xA0\x80\xE2\x80\xA8";
-  r.failures = {{1, -1, std::string("\0\x7f\xF8", 3)}};
-  r.payload = "[\"\xE2\x80\xA8\"]";
-  const std::string json = TaskJson(r, PayloadFormat::kJson);
+  SampleTask t = Sample();
+  t.spec.type = "bad\xC0type\x01";
+  t.state.type = t.spec.type;
+  t.state.last_error = "\xED\xA0\x80\xE2\x80\xA8";
+  t.failures = {{1, -1, std::string("\0\x7f\xF8", 3)}};
+  t.spec.payload = "[\"\xE2\x80\xA8\"]";
+  const std::string json = TaskJson(t, PayloadFormat::kJson);
   EXPECT_NE(json.find("\"type\":\"bad" + kR + "type\\u0001\""),
             std::string::npos)
       << json;
@@ -1091,16 +1142,16 @@ TEST(TaskJsonTest, ListingThroughOneWriter) {
   std::string out;
   JsonWriter w(&out);
   w.BeginArray();
-  std::vector<std::string> buffers;
+  // One TaskBytes reused for every task, as a listing does.
+  TaskBytes bytes;
   for (TaskId id = 1; id <= 3; ++id) {
-    TaskRecord r = SampleRecord();
-    r.id = id;
-    buffers.push_back(EncodeRecord(r));
-  }
-  for (TaskId id = 1; id <= 3; ++id) {
-    const fb::TaskRecord* table = nullptr;
-    ASSERT_TRUE(VerifyRecord(id, buffers[id - 1], &table).ok());
-    WriteTaskJson(*table,
+    SampleTask t = Sample();
+    t.spec.id = id;
+    t.state.id = id;
+    if (id == 3) t.failures.clear();
+    Store(t, &bytes);
+    ASSERT_NE(bytes.view().spec, nullptr);
+    WriteTaskJson(bytes.view(),
                   id == 2 ? PayloadFormat::kBinary : PayloadFormat::kJson, &w);
   }
   w.EndArray();
@@ -1108,6 +1159,7 @@ TEST(TaskJsonTest, ListingThroughOneWriter) {
   EXPECT_EQ(out.rfind("[{\"id\":1,", 0), 0u);
   EXPECT_NE(out.find("},{\"id\":2,"), std::string::npos);
   EXPECT_NE(out.find("},{\"id\":3,"), std::string::npos);
+  EXPECT_NE(out.find("\"failures\":[],\"payload\""), std::string::npos);
   EXPECT_EQ(out.back(), ']');
 }
 

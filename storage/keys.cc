@@ -52,47 +52,69 @@ int64_t DecodeTime(uint64_t encoded) {
   return static_cast<int64_t>(encoded ^ (uint64_t{1} << 63));
 }
 
-std::string TaskKey(TaskId id) {
+std::string TaskPrefix(TaskId id) {
   std::string key;
-  key.reserve(8);
+  key.reserve(13);
   PutBigEndian64(&key, id);
   return key;
 }
 
-bool DecodeTaskKey(std::string_view key, TaskId* id) {
-  if (key.size() != 8) return false;
+std::string SpecKey(TaskId id) {
+  std::string key = TaskPrefix(id);
+  key.push_back(static_cast<char>(TaskValueKind::kSpec));
+  return key;
+}
+
+std::string StateKey(TaskId id) {
+  std::string key = TaskPrefix(id);
+  key.push_back(static_cast<char>(TaskValueKind::kState));
+  return key;
+}
+
+std::string FailureKey(TaskId id, uint32_t number) {
+  std::string key = TaskPrefix(id);
+  key.push_back(static_cast<char>(TaskValueKind::kFailure));
+  PutBigEndian32(&key, number);
+  return key;
+}
+
+bool DecodeTaskKey(std::string_view key, TaskId* id, TaskValueKind* kind,
+                   uint32_t* number) {
+  if (key.size() < 9) return false;
   *id = GetBigEndian64(key.data());
+  auto k = static_cast<TaskValueKind>(static_cast<uint8_t>(key[8]));
+  switch (k) {
+    case TaskValueKind::kSpec:
+    case TaskValueKind::kState:
+      if (key.size() != 9) return false;
+      *number = 0;
+      break;
+    case TaskValueKind::kFailure:
+      if (key.size() != 13) return false;
+      *number = GetBigEndian32(key.data() + 9);
+      break;
+    default:
+      return false;
+  }
+  *kind = k;
   return true;
 }
 
-std::string EncodeReadyKey(const ReadyKey& key) {
-  std::string out;
-  out.reserve(12);
-  PutBigEndian32(&out, EncodePriority(key.priority));
-  PutBigEndian64(&out, key.sequence);
-  return out;
-}
-
-bool DecodeReadyKey(std::string_view key, ReadyKey* out) {
-  if (key.size() != 12) return false;
-  out->priority = DecodePriority(GetBigEndian32(key.data()));
-  out->sequence = GetBigEndian64(key.data() + 4);
-  return true;
-}
-
-std::string EncodeScheduledKey(const ScheduledKey& key) {
-  std::string out;
-  out.reserve(16);
-  PutBigEndian64(&out, EncodeTime(key.due_us));
-  PutBigEndian64(&out, key.sequence);
-  return out;
-}
-
-bool DecodeScheduledKey(std::string_view key, ScheduledKey* out) {
-  if (key.size() != 16) return false;
-  out->due_us = DecodeTime(GetBigEndian64(key.data()));
-  out->sequence = GetBigEndian64(key.data() + 8);
-  return true;
+std::string TaskValueName(std::string_view key) {
+  TaskId id = 0;
+  TaskValueKind kind;
+  uint32_t number = 0;
+  if (!DecodeTaskKey(key, &id, &kind, &number)) return "a malformed task key";
+  std::string name = "task " + std::to_string(id) + "'s ";
+  switch (kind) {
+    case TaskValueKind::kSpec:
+      return name + "spec";
+    case TaskValueKind::kState:
+      return name + "state";
+    case TaskValueKind::kFailure:
+      return name + "failure entry " + std::to_string(number);
+  }
+  return name + "value";
 }
 
 void PutKeyString(std::string* dst, std::string_view value) {
@@ -114,63 +136,79 @@ bool GetKeyString(std::string_view* input, std::string_view* value) {
 
 std::string EncodeQueueValue(const QueueValue& value) {
   std::string out;
-  out.reserve(16 + value.type.size() + value.group.size());
-  PutBigEndian64(&out, value.id);
+  out.reserve(22 + value.group.size());
   PutBigEndian32(&out, EncodePriority(value.priority));
-  PutKeyString(&out, value.type);
+  PutBigEndian64(&out, value.sequence);
+  PutBigEndian64(&out, EncodeTime(value.due_us));
   PutKeyString(&out, value.group);
   return out;
 }
 
 bool DecodeQueueValue(std::string_view value, QueueValue* out) {
-  if (value.size() < 12) return false;
-  out->id = GetBigEndian64(value.data());
-  out->priority = DecodePriority(GetBigEndian32(value.data() + 8));
-  value.remove_prefix(12);
-  return GetKeyString(&value, &out->type) &&
-         GetKeyString(&value, &out->group) && value.empty();
+  if (value.size() < 20) return false;
+  out->priority = DecodePriority(GetBigEndian32(value.data()));
+  out->sequence = GetBigEndian64(value.data() + 4);
+  out->due_us = DecodeTime(GetBigEndian64(value.data() + 12));
+  value.remove_prefix(20);
+  return GetKeyString(&value, &out->group) && value.empty();
 }
 
-std::string StatusIndexKey(TaskStatus status, TaskId id) {
-  std::string key = StatusIndexPrefix(status);
+namespace {
+
+std::string IndexPrefix(IndexKind kind) {
+  return std::string(1, static_cast<char>(kind));
+}
+
+}  // namespace
+
+std::string StatusIndexKey(TaskStatus status, std::string_view type,
+                           TaskId id) {
+  std::string key = StatusIndexPrefix(status, type);
   PutBigEndian64(&key, id);
   return key;
 }
 
 std::string StatusIndexPrefix(TaskStatus status) {
-  return std::string(1, static_cast<char>(status));
+  std::string key = IndexPrefix(IndexKind::kStatus);
+  key.push_back(static_cast<char>(status));
+  return key;
+}
+
+std::string StatusIndexPrefix(TaskStatus status, std::string_view type) {
+  std::string key = StatusIndexPrefix(status);
+  PutKeyString(&key, type);
+  return key;
 }
 
 bool DecodeStatusIndexKey(std::string_view key, TaskStatus* status,
-                          TaskId* id) {
-  if (key.size() != 9) return false;
-  *status = static_cast<TaskStatus>(static_cast<uint8_t>(key[0]));
-  *id = GetBigEndian64(key.data() + 1);
+                          std::string_view* type, TaskId* id) {
+  if (key.size() < 2 + 2 + 8 ||
+      key[0] != static_cast<char>(IndexKind::kStatus)) {
+    return false;
+  }
+  *status = static_cast<TaskStatus>(static_cast<uint8_t>(key[1]));
+  std::string_view rest = key.substr(2);
+  if (!GetKeyString(&rest, type) || rest.size() != 8) return false;
+  *id = GetBigEndian64(rest.data());
+  return static_cast<size_t>(*status) < kTaskStatusCount;
+}
+
+bool DecodeTrailingId(std::string_view key, TaskId* id) {
+  if (key.size() < 9) return false;
+  *id = GetBigEndian64(key.data() + key.size() - 8);
   return true;
 }
 
-std::string TypeIndexKey(std::string_view type, TaskStatus status, TaskId id) {
-  std::string key = TypeIndexPrefix(type, status);
+std::string TypeIndexKey(std::string_view type, TaskId id) {
+  std::string key = TypeIndexPrefix(type);
   PutBigEndian64(&key, id);
   return key;
 }
 
 std::string TypeIndexPrefix(std::string_view type) {
-  std::string key;
+  std::string key = IndexPrefix(IndexKind::kType);
   PutKeyString(&key, type);
   return key;
-}
-
-std::string TypeIndexPrefix(std::string_view type, TaskStatus status) {
-  std::string key = TypeIndexPrefix(type);
-  key.push_back(static_cast<char>(status));
-  return key;
-}
-
-bool DecodeTrailingId(std::string_view key, TaskId* id) {
-  if (key.size() < 8) return false;
-  *id = GetBigEndian64(key.data() + key.size() - 8);
-  return true;
 }
 
 std::string GroupIndexKey(std::string_view group, TaskId id) {
@@ -180,13 +218,13 @@ std::string GroupIndexKey(std::string_view group, TaskId id) {
 }
 
 std::string GroupIndexPrefix(std::string_view group) {
-  std::string key;
+  std::string key = IndexPrefix(IndexKind::kGroup);
   PutKeyString(&key, group);
   return key;
 }
 
 std::string DedupIndexKey(std::string_view dedup_key) {
-  return std::string(dedup_key);
+  return IndexPrefix(IndexKind::kDedup) + std::string(dedup_key);
 }
 
 std::string WaitingIndexKey(TaskId dependency, TaskId waiter) {
@@ -196,25 +234,55 @@ std::string WaitingIndexKey(TaskId dependency, TaskId waiter) {
 }
 
 std::string WaitingIndexPrefix(TaskId dependency) {
-  std::string key;
+  std::string key = IndexPrefix(IndexKind::kWaiting);
   PutBigEndian64(&key, dependency);
   return key;
 }
 
-std::string TypeCountKey(std::string_view type, TaskStatus status) {
-  std::string key(kTypeCountPrefix);
-  PutKeyString(&key, type);
-  key.push_back(static_cast<char>(status));
+std::string DueIndexKey(int64_t due_us, uint64_t sequence) {
+  std::string key = DueIndexPrefix();
+  PutBigEndian64(&key, EncodeTime(due_us));
+  PutBigEndian64(&key, sequence);
   return key;
 }
 
-bool DecodeTypeCountKey(std::string_view key, std::string_view* type,
-                        TaskStatus* status) {
+std::string DueIndexPrefix() { return IndexPrefix(IndexKind::kDue); }
+
+std::string IdValue(TaskId id) {
+  std::string value;
+  PutBigEndian64(&value, id);
+  return value;
+}
+
+bool DecodeIdValue(std::string_view value, TaskId* id) {
+  if (value.size() != 8) return false;
+  *id = GetBigEndian64(value.data());
+  return true;
+}
+
+std::string TypeCountKey(std::string_view type) {
+  std::string key(kTypeCountPrefix);
+  PutKeyString(&key, type);
+  return key;
+}
+
+bool DecodeTypeCountKey(std::string_view key, std::string_view* type) {
   if (key.substr(0, kTypeCountPrefix.size()) != kTypeCountPrefix) return false;
   key.remove_prefix(kTypeCountPrefix.size());
-  if (!GetKeyString(&key, type) || key.size() != 1) return false;
-  *status = static_cast<TaskStatus>(static_cast<uint8_t>(key[0]));
-  return static_cast<size_t>(*status) < kTaskStatusCount;
+  return GetKeyString(&key, type) && key.empty();
+}
+
+void PutCounts(std::string* dst, const StatusCountArray& counts) {
+  for (uint64_t count : counts) PutBigEndian64(dst, count);
+}
+
+bool GetCounts(std::string_view* input, StatusCountArray* counts) {
+  if (input->size() < 8 * kTaskStatusCount) return false;
+  for (size_t i = 0; i < kTaskStatusCount; ++i) {
+    (*counts)[i] = GetBigEndian64(input->data() + 8 * i);
+  }
+  input->remove_prefix(8 * kTaskStatusCount);
+  return true;
 }
 
 std::string PrefixSuccessor(std::string_view prefix) {

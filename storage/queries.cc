@@ -110,12 +110,13 @@ class PageBuilder {
   // Counts one index entry examined; returns false once the budget is
   // spent, after noting where the next page must resume.
   bool Examine(TaskId id) {
-    ++info_->examined;
-    last_examined_ = id;
-    if (info_->examined > spec_.limit + kMaxPageScan) {
+    if (info_->examined == spec_.limit + kMaxPageScan) {
+      // `id` is not looked at: the next page starts with it.
       budget_spent_ = true;
       return false;
     }
+    ++info_->examined;
+    last_examined_ = id;
     return true;
   }
 
@@ -134,29 +135,33 @@ class PageBuilder {
     return true;
   }
 
-  // Offers a record read by a scan of the `tasks` family.
-  bool OfferRecord(TaskId id, std::string_view bytes) {
+  // Offers a task read by a scan of the `tasks` family (or a point read).
+  bool OfferTask(TaskId id, TaskBytes& task) {
     if (done_) return false;
-    // FlatBuffers reads scalars in place and needs them aligned (its
-    // verifier checks offsets relative to the buffer, not addresses). An
-    // iterator's value lies wherever the memtable or block put it, so a
-    // misaligned one is copied; a std::string's heap buffer is aligned.
-    bytes = AlignedRecordBytes(bytes, &aligned_);
-    const fb::TaskRecord* table = nullptr;
-    if (!VerifyRecord(id, bytes, &table).ok()) return Unreadable(id);
-    if (check_type_ && table->type()->string_view() != spec_.type) {
-      return true;
-    }
+    if (!task.Verify(id).ok()) return Unreadable(id);
+    if (check_type_ && TypeOf(task.view()) != spec_.type) return true;
     if (produced_ == spec_.limit) {
       more_ = true;
       return Stop();
     }
     ++produced_;
     last_produced_ = id;
-    visit_(bytes, *table);
+    visit_(task);
     return true;
   }
 
+  // Counts `id` as listed but unreadable; returns false when the page is
+  // complete.
+  bool Unreadable(TaskId id) {
+    if (produced_ == spec_.limit) {
+      more_ = true;
+      return Stop();
+    }
+    ++produced_;
+    last_produced_ = id;
+    info_->unreadable.push_back(id);
+    return true;
+  }
   // Reads what is still buffered and sets the cursor; returns the first
   // error.
   Status Finish() {
@@ -193,12 +198,14 @@ class PageBuilder {
   }
 
   void ReadOne(TaskId id) {
-    Status s = view_.GetRaw(id, &buffer_);
+    Status s = view_.GetTask(id, &task_);
     if (s.ok()) {
-      OfferRecord(id, buffer_);
+      OfferTask(id, task_);
     } else if (s.IsNotFound()) {
-      // Index and record come from one snapshot and one WriteBatch, so this
+      // Index and task come from one snapshot and one WriteBatch, so this
       // is damage, not a race.
+      Unreadable(id);
+    } else if (s.IsCorruption()) {
       Unreadable(id);
     } else {
       Fail(s);
@@ -209,20 +216,20 @@ class PageBuilder {
   void ReadRun(size_t from, size_t to) {
     size_t next = from;
     const TaskId last = pending_[to - 1];
-    Status s = view_.Scan(ColumnFamily::kTasks, "", TaskKey(pending_[from]),
-                          [&](std::string_view key, std::string_view value) {
-                            TaskId id = 0;
-                            if (!DecodeTaskKey(key, &id)) return true;
-                            // Wanted ids the scan passed have no record.
-                            while (next < to && pending_[next] < id) {
-                              if (!Unreadable(pending_[next++])) return false;
-                            }
-                            if (next < to && pending_[next] == id) {
-                              ++next;
-                              if (!OfferRecord(id, value)) return false;
-                            }
-                            return next < to && id < last;
-                          });
+    Status s = view_.ScanTasks(
+        ColumnFamily::kTasks, pending_[from],
+        [&](TaskId id, TaskBytes& task, const Status& opened) {
+          // Wanted ids the scan passed have no values.
+          while (next < to && pending_[next] < id) {
+            if (!Unreadable(pending_[next++])) return false;
+          }
+          if (next < to && pending_[next] == id) {
+            ++next;
+            bool go_on = opened.ok() ? OfferTask(id, task) : Unreadable(id);
+            if (!go_on) return false;
+          }
+          return next < to && id < last;
+        });
     if (!s.ok()) {
       Fail(s);
       return;
@@ -230,16 +237,6 @@ class PageBuilder {
     while (next < to && !done_) Unreadable(pending_[next++]);
   }
 
-  bool Unreadable(TaskId id) {
-    if (produced_ == spec_.limit) {
-      more_ = true;
-      return Stop();
-    }
-    ++produced_;
-    last_produced_ = id;
-    info_->unreadable.push_back(id);
-    return true;
-  }
   void Fail(const Status& s) {
     status_ = s;
     done_ = true;
@@ -256,9 +253,8 @@ class PageBuilder {
   const bool check_type_;
   // Candidates whose records are not read yet, ascending.
   std::vector<TaskId> pending_;
-  std::string buffer_;
-  // A copy of a misaligned record (see OfferRecord).
-  std::string aligned_;
+  // Reused for every point read.
+  TaskBytes task_;
   Status status_;
   size_t produced_ = 0;
   TaskId last_produced_ = 0;
@@ -269,13 +265,64 @@ class PageBuilder {
 };
 
 // Scans one id-ordered index range, offering each id.
-Status ScanIds(const TaskStore::ReadView& view, ColumnFamily family,
-               const std::string& prefix, TaskId after, PageBuilder* page) {
-  return view.Scan(family, prefix, ResumeKey(prefix, after),
+Status ScanIds(const TaskStore::ReadView& view, const std::string& prefix,
+               TaskId after, PageBuilder* page) {
+  return view.Scan(ColumnFamily::kIndex, prefix, ResumeKey(prefix, after),
                    [&](std::string_view key, std::string_view) {
                      TaskId id = TrailingId(key);
                      return page->Examine(id) && page->Offer(id);
                    });
+}
+
+// The status-index ranges of `status`, one per type that has an entry in
+// it, found by skipping from each type's range to the next: one seek per
+// type, however many tasks each holds.
+Status TypeRanges(const TaskStore::ReadView& view, TaskStatus status,
+                  std::vector<std::string>* ranges) {
+  const std::string prefix = StatusIndexPrefix(status);
+  std::string from = prefix;
+  for (;;) {
+    std::string_view type;
+    bool found = false;
+    std::string key;
+    Status s = view.Scan(ColumnFamily::kIndex, prefix, from,
+                         [&](std::string_view k, std::string_view) {
+                           key.assign(k);
+                           return false;
+                         });
+    if (!s.ok()) return s;
+    TaskStatus decoded;
+    TaskId id;
+    found = !key.empty() && DecodeStatusIndexKey(key, &decoded, &type, &id);
+    if (!found) return Status::OK();
+    ranges->push_back(StatusIndexPrefix(status, type));
+    from = PrefixSuccessor(ranges->back());
+    if (from.empty()) return Status::OK();
+  }
+}
+
+// Offers the ids of several id-ordered ranges after spec.after, merged in
+// id order. Each range is cut at limit + 1 ids: the first limit + 1 ids of
+// the union are among them.
+Status MergeRanges(const TaskStore::ReadView& view,
+                   const std::vector<std::string>& ranges, const ListSpec& spec,
+                   PageBuilder* page) {
+  std::vector<TaskId> ids;
+  for (const std::string& prefix : ranges) {
+    size_t taken = 0;
+    Status s =
+        view.Scan(ColumnFamily::kIndex, prefix, ResumeKey(prefix, spec.after),
+                  [&](std::string_view key, std::string_view) {
+                    ids.push_back(TrailingId(key));
+                    return ++taken <= spec.limit;
+                  });
+    if (!s.ok()) return s;
+  }
+  std::sort(ids.begin(), ids.end());
+  for (TaskId id : ids) {
+    if (!page->Examine(id) || !page->Offer(id)) break;
+  }
+  return Status::OK();
 }
 
 }  // namespace
@@ -336,7 +383,7 @@ Status ListPage(const TaskStore::ReadView& view, const ListSpec& spec,
   if (!spec.group.empty()) {
     std::string prefix = GroupIndexPrefix(view.StoredGroup(spec.group));
     s = view.Scan(
-        ColumnFamily::kByGroup, prefix, ResumeKey(prefix, spec.after),
+        ColumnFamily::kIndex, prefix, ResumeKey(prefix, spec.after),
         [&](std::string_view key, std::string_view value) {
           TaskId id = TrailingId(key);
           if (!page.Examine(id)) return false;
@@ -348,39 +395,21 @@ Status ListPage(const TaskStore::ReadView& view, const ListSpec& spec,
           return page.Offer(id);
         });
   } else if (!spec.type.empty() && spec.status) {
-    s = ScanIds(view, ColumnFamily::kByType,
-                TypeIndexPrefix(spec.type, *spec.status), spec.after, &page);
+    s = ScanIds(view, StatusIndexPrefix(*spec.status, spec.type), spec.after,
+                &page);
   } else if (!spec.type.empty()) {
-    // One range per status, each cut at limit + 1 ids: the first limit + 1
-    // ids of the union are among them.
-    std::vector<TaskId> ids;
-    for (size_t status = 0; status < kTaskStatusCount && s.ok(); ++status) {
-      size_t taken = 0;
-      std::string prefix =
-          TypeIndexPrefix(spec.type, static_cast<TaskStatus>(status));
-      s = view.Scan(ColumnFamily::kByType, prefix,
-                    ResumeKey(prefix, spec.after),
-                    [&](std::string_view key, std::string_view) {
-                      ids.push_back(TrailingId(key));
-                      return ++taken <= spec.limit;
-                    });
-    }
-    if (s.ok()) {
-      std::sort(ids.begin(), ids.end());
-      for (TaskId id : ids) {
-        if (!page.Examine(id) || !page.Offer(id)) break;
-      }
-    }
+    s = ScanIds(view, TypeIndexPrefix(spec.type), spec.after, &page);
   } else if (spec.status) {
-    s = ScanIds(view, ColumnFamily::kByStatus, StatusIndexPrefix(*spec.status),
-                spec.after, &page);
+    std::vector<std::string> ranges;
+    s = TypeRanges(view, *spec.status, &ranges);
+    if (s.ok()) s = MergeRanges(view, ranges, spec, &page);
   } else {
-    s = view.Scan(ColumnFamily::kTasks, "", TaskKey(spec.after + 1),
-                  [&](std::string_view key, std::string_view value) {
-                    TaskId id = 0;
-                    if (!DecodeTaskKey(key, &id)) return true;
-                    return page.Examine(id) && page.OfferRecord(id, value);
-                  });
+    s = view.ScanTasks(ColumnFamily::kTasks, spec.after + 1,
+                       [&](TaskId id, TaskBytes& task, const Status& opened) {
+                         if (!page.Examine(id)) return false;
+                         return opened.ok() ? page.OfferTask(id, task)
+                                            : page.Unreadable(id);
+                       });
   }
   if (!s.ok()) return s;
   return page.Finish();
@@ -400,12 +429,12 @@ bool JsonPayloadTypes::Contains(std::string_view type) const {
   return at != types_.end() && *at == type;
 }
 
-PayloadFormat FormatOf(const fb::TaskRecord& record,
+PayloadFormat FormatOf(const TaskView& task,
                        const JsonPayloadTypes* json_types) {
   if (json_types == nullptr || json_types->size() == 0) {
     return PayloadFormat::kBinary;
   }
-  return json_types->FormatOf(record.type()->string_view());
+  return json_types->FormatOf(TypeOf(task));
 }
 
 PageJsonWriter::PageJsonWriter(std::string* out) : writer_(out) {
@@ -414,8 +443,8 @@ PageJsonWriter::PageJsonWriter(std::string* out) : writer_(out) {
   writer_.BeginArray();
 }
 
-void PageJsonWriter::Add(const fb::TaskRecord& record, PayloadFormat format) {
-  WriteTaskJson(record, format, &writer_);
+void PageJsonWriter::Add(const TaskView& task, PayloadFormat format) {
+  WriteTaskJson(task, format, &writer_);
 }
 
 void PageJsonWriter::Finish(const PageInfo& info) {
@@ -441,8 +470,8 @@ Status ListPageJson(const TaskStore::ReadView& view, const ListSpec& spec,
   const size_t start = out->size();
   Status s = ListPage(
       view, spec,
-      [&](std::string_view, const fb::TaskRecord& record) {
-        json.Add(record, FormatOf(record, json_types));
+      [&](const TaskBytes& task) {
+        json.Add(task.view(), FormatOf(task.view(), json_types));
         if (++written == 1) {
           // Size the buffer once, from the first task, instead of letting a
           // page of thousands regrow it (each regrowth copies it all).
@@ -459,38 +488,40 @@ Status ListPageJson(const TaskStore::ReadView& view, const ListSpec& spec,
 Status OldestWithStatus(const TaskStore::ReadView& view, TaskStatus status,
                         std::optional<TaskId>* id) {
   id->reset();
-  return view.Scan(ColumnFamily::kByStatus, StatusIndexPrefix(status), "",
-                   [&](std::string_view key, std::string_view) {
-                     *id = TrailingId(key);
-                     return false;
-                   });
+  std::vector<std::string> ranges;
+  Status s = TypeRanges(view, status, &ranges);
+  for (size_t i = 0; s.ok() && i < ranges.size(); ++i) {
+    s = view.Scan(ColumnFamily::kIndex, ranges[i], "",
+                  [&](std::string_view key, std::string_view) {
+                    TaskId first = TrailingId(key);
+                    if (!*id || first < **id) *id = first;
+                    return false;
+                  });
+  }
+  return s;
 }
 
 Status NextDue(const TaskStore::ReadView& view, std::optional<TaskId>* id) {
   id->reset();
   Status decoded;
-  Status s = view.Scan(ColumnFamily::kScheduled, "", "",
-                       [&](std::string_view, std::string_view value) {
-                         QueueValue queued;
-                         if (DecodeQueueValue(value, &queued)) {
-                           *id = queued.id;
-                         } else {
-                           decoded = Status::Corruption(
-                               "a scheduled entry holds a malformed value");
-                         }
-                         return false;
-                       });
+  Status s = view.Scan(
+      ColumnFamily::kIndex, DueIndexPrefix(), "",
+      [&](std::string_view, std::string_view value) {
+        TaskId due = 0;
+        if (DecodeIdValue(value, &due)) {
+          *id = due;
+        } else {
+          decoded = Status::Corruption("a due entry holds a malformed value");
+        }
+        return false;
+      });
   return s.ok() ? decoded : s;
 }
 
-Status ReadRecord(const TaskStore::ReadView& view, TaskId id,
-                  std::string* bytes, const fb::TaskRecord** table) {
-  Status s = view.GetRaw(id, bytes);
-  if (s.IsNotFound()) {
-    return Status::NotFound("task " + std::to_string(id) + " does not exist");
-  }
+Status ReadTask(const TaskStore::ReadView& view, TaskId id, TaskBytes* task) {
+  Status s = view.GetTask(id, task);
   if (!s.ok()) return s;
-  return VerifyRecord(id, *bytes, table);
+  return task->Verify(id);
 }
 
 void DisablePerfCountersOnThisThread() {

@@ -6,14 +6,16 @@
 // (+1 to learn whether more follow) and at most kMaxPageScan index entries
 // beyond them; nothing here walks a whole family.
 //
-// Which index serves a listing:
+// Which index serves a listing (entries of the `index` family):
 //   no filter        the `tasks` family itself, from the cursor's id
-//   status           by_status (status, id)
-//   type + status    by_type (type, status, id)
-//   type             by_type, the 8 status ranges merged by id
-//   group [+status]  by_group (group, id) -> status, status checked on the
-//                    index value
-//   group + type     by_group, type checked on the record
+//   status           status entries (status, type, id): the ranges of the
+//                    types present in that status (one seek each to find
+//                    them) merged by id
+//   type + status    status entries, the one range (status, type)
+//   type             status entries, the 8 status ranges merged by id
+//   group [+status]  group entries (group, id) -> status, status checked on
+//                    the entry's value
+//   group + type     group entries, type checked on the task's state
 // In every case tasks come in ascending id order and the cursor is the last
 // id a page covered, so pages never overlap (see spool/query.h).
 
@@ -60,18 +62,18 @@ std::string EncodeCursor(const ListSpec& spec, TaskId last);
 struct PageInfo {
   // Empty when the listing is complete.
   std::string next_cursor;
-  // Listed by the index, but the record is missing or fails verification.
+  // Listed by the index, but the task is missing or fails verification.
   std::vector<TaskId> unreadable;
-  // Index entries (or records, without filters) examined.
+  // Index entries (or tasks, without filters) examined.
   size_t examined = 0;
 };
 
-// Called for each record of a page, in ascending id order. `bytes` is the
-// verified record, valid only during the call; `record` reads it in place.
-using PageVisitor =
-    std::function<void(std::string_view bytes, const fb::TaskRecord& record)>;
+// Called for each task of a page, in ascending id order. `task` holds its
+// values, verified; `task.view()` reads them in place. Valid only during
+// the call.
+using PageVisitor = std::function<void(const TaskBytes& task)>;
 
-// Reads one page of `spec` on `view`, calling `visit` for each record, and
+// Reads one page of `spec` on `view`, calling `visit` for each task, and
 // fills *info. Returns the first storage error (the page is then partial
 // and must be discarded).
 Status ListPage(const TaskStore::ReadView& view, const ListSpec& spec,
@@ -94,18 +96,18 @@ class JsonPayloadTypes {
   std::vector<std::string> types_;
 };
 
-// The payload format of one record under `json_types` (null: none declared).
-PayloadFormat FormatOf(const fb::TaskRecord& record,
+// The payload format of one task under `json_types` (null: none declared).
+PayloadFormat FormatOf(const TaskView& task,
                        const JsonPayloadTypes* json_types);
 
 // Writes a page as one JSON object into a string:
 //   {"tasks":[<task>,...],"next_cursor":"..."|null,"unreadable":[id,...]}
-// Add each record, then Finish once.
+// Add each task, then Finish once.
 class PageJsonWriter {
  public:
   // Appends to *out, which must outlive the writer.
   explicit PageJsonWriter(std::string* out);
-  void Add(const fb::TaskRecord& record, PayloadFormat format);
+  void Add(const TaskView& task, PayloadFormat format);
   void Finish(const PageInfo& info);
 
  private:
@@ -120,14 +122,14 @@ Status ListPageJson(const TaskStore::ReadView& view, const ListSpec& spec,
 Status OldestWithStatus(const TaskStore::ReadView& view, TaskStatus status,
                         std::optional<TaskId>* id);
 
-// The task that becomes due first among those waiting for a time (the head
-// of the `scheduled` family), or nullopt.
+// The task that becomes due first among those waiting for a time (the first
+// due entry of the index), or nullopt.
 Status NextDue(const TaskStore::ReadView& view, std::optional<TaskId>* id);
 
-// Reads and verifies the record of `id`: NotFound when there is none,
-// Corruption when it fails verification. *table points into *bytes.
-Status ReadRecord(const TaskStore::ReadView& view, TaskId id,
-                  std::string* bytes, const fb::TaskRecord** table);
+// Reads and verifies the values of task `id` into *task: NotFound when
+// there is none, Corruption when they cannot be opened or fail
+// verification.
+Status ReadTask(const TaskStore::ReadView& view, TaskId id, TaskBytes* task);
 
 // Turns off RocksDB's per-thread perf counters (perf_context) on the calling
 // thread. Nothing in spool reads them, and a shared librocksdb reaches them

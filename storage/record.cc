@@ -10,12 +10,62 @@
 namespace spool::storage {
 namespace {
 
+// The FlatBuffers file identifier of each kind of value, so that a state
+// never passes for a spec, nor a failure for either.
+constexpr char kSpecIdentifier[] = "SPSP";
+constexpr char kStateIdentifier[] = "SPST";
+constexpr char kFailureIdentifier[] = "SPFL";
+
 std::string_view AsView(const flatbuffers::String* s) {
   return s == nullptr ? std::string_view() : s->string_view();
 }
 
-// Cuts an error text to kMaxErrorBytes, marking the cut with "...", and never
-// inside a UTF-8 sequence.
+std::string AsString(const flatbuffers::String* s) {
+  return std::string(AsView(s));
+}
+
+int64_t Micros(Duration d) { return d.count(); }
+
+flatbuffers::Offset<flatbuffers::String> OptionalString(
+    flatbuffers::FlatBufferBuilder* builder, const std::string& value) {
+  return value.empty() ? flatbuffers::Offset<flatbuffers::String>()
+                       : builder->CreateString(value);
+}
+
+Status Corrupt(TaskId id, std::string_view what) {
+  return Status::Corruption("task " + std::to_string(id) + ": " +
+                            std::string(what));
+}
+
+// The checks every kind shares: the identifier, then the structure.
+template <class Table>
+Status VerifyTable(TaskId id, std::string_view bytes, const char* identifier,
+                   std::string_view kind, const Table** table) {
+  const auto* data = reinterpret_cast<const uint8_t*>(bytes.data());
+  if (bytes.size() < 8 || !flatbuffers::BufferHasIdentifier(data, identifier)) {
+    return Corrupt(
+        id, std::string(kind) + " is not a spool task value (bad identifier)");
+  }
+  flatbuffers::Verifier verifier(data, bytes.size());
+  if (!verifier.VerifyBuffer<Table>(identifier)) {
+    return Corrupt(id, std::string(kind) + " failed FlatBuffers verification");
+  }
+  *table = flatbuffers::GetRoot<Table>(data);
+  return Status::OK();
+}
+
+template <class Table>
+std::string Encoded(const Table& value,
+                    void (*encode)(const Table&,
+                                   flatbuffers::FlatBufferBuilder*)) {
+  flatbuffers::FlatBufferBuilder builder(256);
+  encode(value, &builder);
+  return std::string(reinterpret_cast<const char*>(builder.GetBufferPointer()),
+                     builder.GetSize());
+}
+
+}  // namespace
+
 std::string CutError(std::string_view error) {
   if (error.size() <= kMaxErrorBytes) return std::string(error);
   constexpr std::string_view kMark = "...";
@@ -25,132 +75,159 @@ std::string CutError(std::string_view error) {
   return std::string(error.substr(0, cut)) + std::string(kMark);
 }
 
-int64_t Micros(Duration d) { return d.count(); }
+void RecordFailure(StateRecord* state, uint32_t attempt, int64_t at_us,
+                   std::string_view error) {
+  state->last_error = CutError(error);
+  state->new_failures.push_back(
+      FailureEntry{attempt, at_us, state->last_error});
+  ++state->failures_total;
+}
 
-}  // namespace
+// ---- Encoding ----
 
-void EncodeRecord(const TaskRecord& record,
-                  flatbuffers::FlatBufferBuilder* builder) {
+void EncodeSpec(const SpecRecord& spec,
+                flatbuffers::FlatBufferBuilder* builder) {
   builder->Clear();
-  auto type = builder->CreateString(record.type);
+  auto type = builder->CreateString(spec.type);
   auto payload = builder->CreateVector(
-      reinterpret_cast<const uint8_t*>(record.payload.data()),
-      record.payload.size());
-  flatbuffers::Offset<flatbuffers::String> last_error;
-  if (!record.last_error.empty()) {
-    last_error = builder->CreateString(record.last_error);
-  }
-  auto retry = fb::CreateRetryPolicy(
-      *builder, static_cast<fb::RetryKind>(record.retry.kind),
-      Micros(record.retry.initial_delay), Micros(record.retry.max_delay),
-      record.retry.jitter);
-  flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<fb::Failure>>>
-      failures;
-  if (!record.failures.empty()) {
-    std::vector<flatbuffers::Offset<fb::Failure>> entries;
-    entries.reserve(record.failures.size());
-    for (const FailureEntry& f : record.failures) {
-      entries.push_back(fb::CreateFailure(*builder, f.attempt, f.at_us,
-                                          builder->CreateString(f.error)));
-    }
-    failures = builder->CreateVector(entries);
-  }
-  auto optional_string = [builder](const std::string& value) {
-    return value.empty() ? flatbuffers::Offset<flatbuffers::String>()
-                         : builder->CreateString(value);
-  };
-  auto group = optional_string(record.group);
-  auto dedup_key = optional_string(record.dedup_key);
-  auto idempotency_key = optional_string(record.idempotency_key);
-  auto handoff_reference = optional_string(record.handoff_reference);
-  auto periodic_name = optional_string(record.periodic_name);
-  flatbuffers::Offset<flatbuffers::Vector<uint64_t>> depends_on;
-  if (!record.depends_on.empty()) {
-    depends_on = builder->CreateVector(record.depends_on);
-  }
-  fb::TaskRecordBuilder table(*builder);
-  table.add_id(record.id);
+      reinterpret_cast<const uint8_t*>(spec.payload.data()),
+      spec.payload.size());
+  auto group = OptionalString(builder, spec.group);
+  auto dedup_key = OptionalString(builder, spec.dedup_key);
+  auto idempotency_key = OptionalString(builder, spec.idempotency_key);
+  auto periodic_name = OptionalString(builder, spec.periodic_name);
+  fb::TaskSpecBuilder table(*builder);
+  table.add_id(spec.id);
   table.add_type(type);
   table.add_payload(payload);
-  table.add_status(static_cast<fb::Status>(record.status));
-  table.add_priority(record.priority);
-  table.add_attempts(record.attempts);
-  table.add_max_attempts(record.max_attempts);
-  table.add_created_us(record.created_us);
-  table.add_updated_us(record.updated_us);
-  table.add_next_attempt_us(record.next_attempt_us);
-  table.add_sequence(record.sequence);
-  if (!last_error.IsNull()) table.add_last_error(last_error);
-  table.add_retry(retry);
-  if (!failures.IsNull()) table.add_failures(failures);
+  table.add_created_us(spec.created_us);
   if (!group.IsNull()) table.add_group(group);
   if (!dedup_key.IsNull()) table.add_dedup_key(dedup_key);
   if (!idempotency_key.IsNull()) table.add_idempotency_key(idempotency_key);
+  table.add_payload_version(spec.payload_version);
+  if (!periodic_name.IsNull()) table.add_periodic_name(periodic_name);
+  table.add_periodic_slot_us(spec.periodic_slot_us);
+  builder->Finish(table.Finish(), kSpecIdentifier);
+}
+
+void EncodeState(const StateRecord& state,
+                 flatbuffers::FlatBufferBuilder* builder) {
+  builder->Clear();
+  auto last_error = OptionalString(builder, state.last_error);
+  auto handoff_reference = OptionalString(builder, state.handoff_reference);
+  auto type = builder->CreateString(state.type);
+  auto stored_group = OptionalString(builder, state.stored_group);
+  auto stored_dedup_key = OptionalString(builder, state.stored_dedup_key);
+  flatbuffers::Offset<flatbuffers::Vector<uint64_t>> depends_on;
+  if (!state.depends_on.empty()) {
+    depends_on = builder->CreateVector(state.depends_on);
+  }
+  auto retry = fb::CreateRetryPolicy(
+      *builder, static_cast<fb::RetryKind>(state.retry.kind),
+      Micros(state.retry.initial_delay), Micros(state.retry.max_delay),
+      state.retry.jitter);
+  fb::TaskStateBuilder table(*builder);
+  table.add_id(state.id);
+  table.add_status(static_cast<fb::Status>(state.status));
+  table.add_attempts(state.attempts);
+  table.add_max_attempts(state.max_attempts);
+  table.add_updated_us(state.updated_us);
+  table.add_next_attempt_us(state.next_attempt_us);
+  if (!last_error.IsNull()) table.add_last_error(last_error);
+  table.add_cancel_requested(state.cancel_requested);
+  if (!handoff_reference.IsNull()) {
+    table.add_handoff_reference(handoff_reference);
+  }
+  table.add_failures_total(state.failures_total);
+  table.add_retry(retry);
+  table.add_type(type);
+  table.add_priority(state.priority);
+  table.add_sequence(state.sequence);
+  if (!stored_group.IsNull()) table.add_stored_group(stored_group);
+  if (!stored_dedup_key.IsNull()) table.add_stored_dedup_key(stored_dedup_key);
   if (!depends_on.IsNull()) table.add_depends_on(depends_on);
   table.add_on_dependency_failure(
-      static_cast<fb::DependencyFailure>(record.on_dependency_failure));
-  table.add_timeout_us(record.timeout_us);
-  table.add_cancel_requested(record.cancel_requested);
-  if (!handoff_reference.IsNull())
-    table.add_handoff_reference(handoff_reference);
-  table.add_payload_version(record.payload_version);
-  if (!periodic_name.IsNull()) table.add_periodic_name(periodic_name);
-  table.add_periodic_slot_us(record.periodic_slot_us);
-  fb::FinishTaskRecordBuffer(*builder, table.Finish());
+      static_cast<fb::DependencyFailure>(state.on_dependency_failure));
+  table.add_timeout_us(state.timeout_us);
+  builder->Finish(table.Finish(), kStateIdentifier);
 }
 
-std::string EncodeRecord(const TaskRecord& record) {
-  flatbuffers::FlatBufferBuilder builder(256 + record.payload.size());
-  EncodeRecord(record, &builder);
-  return std::string(reinterpret_cast<const char*>(builder.GetBufferPointer()),
-                     builder.GetSize());
+void EncodeFailure(const FailureEntry& failure,
+                   flatbuffers::FlatBufferBuilder* builder) {
+  builder->Clear();
+  auto error = builder->CreateString(failure.error);
+  builder->Finish(
+      fb::CreateFailure(*builder, failure.attempt, failure.at_us, error),
+      kFailureIdentifier);
 }
 
-Status VerifyRecord(TaskId id, std::string_view bytes,
-                    const fb::TaskRecord** table) {
-  auto corrupt = [id](std::string_view what) {
-    return Status::Corruption("task " + std::to_string(id) + ": " +
-                              std::string(what));
-  };
-  const auto* data = reinterpret_cast<const uint8_t*>(bytes.data());
-  if (bytes.size() < 8 || !fb::TaskRecordBufferHasIdentifier(data)) {
-    return corrupt("record is not a spool task record (bad identifier)");
+std::string EncodeSpec(const SpecRecord& spec) {
+  return Encoded<SpecRecord>(spec, &EncodeSpec);
+}
+std::string EncodeState(const StateRecord& state) {
+  return Encoded<StateRecord>(state, &EncodeState);
+}
+std::string EncodeFailure(const FailureEntry& failure) {
+  return Encoded<FailureEntry>(failure, &EncodeFailure);
+}
+
+// ---- Verification ----
+
+Status VerifySpec(TaskId id, std::string_view bytes,
+                  const fb::TaskSpec** table) {
+  const fb::TaskSpec* spec = nullptr;
+  Status s = VerifyTable(id, bytes, kSpecIdentifier, "spec", &spec);
+  if (!s.ok()) return s;
+  if (spec->id() != id) {
+    return Corrupt(id, "spec holds id " + std::to_string(spec->id()));
   }
-  flatbuffers::Verifier verifier(data, bytes.size());
-  if (!fb::VerifyTaskRecordBuffer(verifier)) {
-    return corrupt("record failed FlatBuffers verification");
+  if (spec->type() == nullptr || spec->type()->size() == 0) {
+    return Corrupt(id, "spec has no task type");
   }
-  const fb::TaskRecord* record = fb::GetTaskRecord(data);
-  if (record->id() != id) {
-    return corrupt("record holds id " + std::to_string(record->id()));
+  *table = spec;
+  return Status::OK();
+}
+
+Status VerifyState(TaskId id, std::string_view bytes,
+                   const fb::TaskState** table) {
+  const fb::TaskState* state = nullptr;
+  Status s = VerifyTable(id, bytes, kStateIdentifier, "state", &state);
+  if (!s.ok()) return s;
+  if (state->id() != id) {
+    return Corrupt(id, "state holds id " + std::to_string(state->id()));
   }
   // The verifier aligns a vector's length but not its 8-byte elements; a
   // damaged offset can leave them misaligned, and reading them then is
-  // undefined behaviour. A record the builder wrote is always aligned.
-  if (const auto* deps = record->depends_on();
+  // undefined behaviour. A value the builder wrote is always aligned.
+  if (const auto* deps = state->depends_on();
       deps != nullptr &&
       reinterpret_cast<uintptr_t>(deps->data()) % alignof(uint64_t) != 0) {
-    return corrupt("dependency list is misaligned");
+    return Corrupt(id, "dependency list is misaligned");
   }
-  if (static_cast<uint8_t>(record->status()) >= kTaskStatusCount) {
-    return corrupt("status value " +
-                   std::to_string(static_cast<int>(record->status())) +
-                   " is out of range");
+  if (static_cast<uint8_t>(state->status()) >= kTaskStatusCount) {
+    return Corrupt(id, "status value " +
+                           std::to_string(static_cast<int>(state->status())) +
+                           " is out of range");
   }
-  if (record->type() == nullptr || record->type()->size() == 0) {
-    return corrupt("record has no task type");
+  if (state->type() == nullptr || state->type()->size() == 0) {
+    return Corrupt(id, "state has no task type");
   }
-  if (record->retry() != nullptr &&
-      static_cast<uint8_t>(record->retry()->kind()) >
+  if (state->retry() != nullptr &&
+      static_cast<uint8_t>(state->retry()->kind()) >
           static_cast<uint8_t>(fb::RetryKind::Exponential)) {
-    return corrupt("retry kind is out of range");
+    return Corrupt(id, "retry kind is out of range");
   }
-  if (static_cast<uint8_t>(record->on_dependency_failure()) >
+  if (static_cast<uint8_t>(state->on_dependency_failure()) >
       static_cast<uint8_t>(fb::DependencyFailure::Run)) {
-    return corrupt("dependency failure policy is out of range");
+    return Corrupt(id, "dependency failure policy is out of range");
   }
-  *table = record;
+  *table = state;
   return Status::OK();
+}
+
+Status VerifyFailure(TaskId id, std::string_view bytes,
+                     const fb::Failure** table) {
+  return VerifyTable(id, bytes, kFailureIdentifier, "failure entry", table);
 }
 
 std::string_view AlignedRecordBytes(std::string_view bytes,
@@ -162,118 +239,210 @@ std::string_view AlignedRecordBytes(std::string_view bytes,
   return *scratch;
 }
 
-Status DecodeRecord(TaskId id, std::string_view bytes, TaskRecord* record) {
-  // Decoding copies every field out, so any bytes will do.
+// ---- Decoding ----
+
+Status DecodeSpec(TaskId id, std::string_view bytes, SpecRecord* spec) {
   std::string scratch;
   bytes = AlignedRecordBytes(bytes, &scratch);
-  const fb::TaskRecord* table = nullptr;
-  Status s = VerifyRecord(id, bytes, &table);
+  const fb::TaskSpec* table = nullptr;
+  Status s = VerifySpec(id, bytes, &table);
   if (!s.ok()) return s;
-  record->id = table->id();
-  record->type = std::string(AsView(table->type()));
+  spec->id = table->id();
+  spec->type = AsString(table->type());
   if (table->payload() != nullptr) {
-    record->payload.assign(
+    spec->payload.assign(
         reinterpret_cast<const char*>(table->payload()->data()),
         table->payload()->size());
   } else {
-    record->payload.clear();
+    spec->payload.clear();
   }
-  record->status = static_cast<TaskStatus>(table->status());
-  record->priority = table->priority();
-  record->attempts = table->attempts();
-  record->max_attempts = table->max_attempts();
-  record->created_us = table->created_us();
-  record->updated_us = table->updated_us();
-  record->next_attempt_us = table->next_attempt_us();
-  record->sequence = table->sequence();
-  record->last_error = std::string(AsView(table->last_error()));
-  if (const fb::RetryPolicy* retry = table->retry()) {
-    record->retry.kind = static_cast<RetryPolicy::Kind>(retry->kind());
-    record->retry.initial_delay = Duration(retry->initial_delay_us());
-    record->retry.max_delay = Duration(retry->max_delay_us());
-    record->retry.jitter = retry->jitter();
-  } else {
-    record->retry = RetryPolicy::None();
-  }
-  record->retry.max_attempts = record->max_attempts;
-  record->failures.clear();
-  if (const auto* failures = table->failures()) {
-    record->failures.reserve(failures->size());
-    for (const fb::Failure* f : *failures) {
-      record->failures.push_back(FailureEntry{f->attempt(), f->at_us(),
-                                              std::string(AsView(f->error()))});
-    }
-  }
-  record->group = std::string(AsView(table->group()));
-  record->dedup_key = std::string(AsView(table->dedup_key()));
-  record->idempotency_key = std::string(AsView(table->idempotency_key()));
-  record->depends_on.clear();
-  if (const auto* deps = table->depends_on()) {
-    record->depends_on.assign(deps->begin(), deps->end());
-  }
-  record->on_dependency_failure =
-      static_cast<DependencyFailure>(table->on_dependency_failure());
-  record->timeout_us = table->timeout_us();
-  record->cancel_requested = table->cancel_requested();
-  record->handoff_reference = std::string(AsView(table->handoff_reference()));
-  record->payload_version = table->payload_version();
-  record->periodic_name = std::string(AsView(table->periodic_name()));
-  record->periodic_slot_us = table->periodic_slot_us();
+  spec->created_us = table->created_us();
+  spec->group = AsString(table->group());
+  spec->dedup_key = AsString(table->dedup_key());
+  spec->idempotency_key = AsString(table->idempotency_key());
+  spec->payload_version = table->payload_version();
+  spec->periodic_name = AsString(table->periodic_name());
+  spec->periodic_slot_us = table->periodic_slot_us();
   return Status::OK();
 }
 
-void FillTaskInfo(const fb::TaskRecord& table, TaskInfo* info) {
-  info->id = table.id();
-  info->type = std::string(AsView(table.type()));
-  if (table.payload() != nullptr) {
-    info->payload.assign(reinterpret_cast<const char*>(table.payload()->data()),
-                         table.payload()->size());
+Status DecodeState(TaskId id, std::string_view bytes, StateRecord* state) {
+  std::string scratch;
+  bytes = AlignedRecordBytes(bytes, &scratch);
+  const fb::TaskState* table = nullptr;
+  Status s = VerifyState(id, bytes, &table);
+  if (!s.ok()) return s;
+  state->id = table->id();
+  state->status = static_cast<TaskStatus>(table->status());
+  state->attempts = table->attempts();
+  state->max_attempts = table->max_attempts();
+  state->updated_us = table->updated_us();
+  state->next_attempt_us = table->next_attempt_us();
+  state->last_error = AsString(table->last_error());
+  state->cancel_requested = table->cancel_requested();
+  state->handoff_reference = AsString(table->handoff_reference());
+  state->failures_total = table->failures_total();
+  if (const fb::RetryPolicy* retry = table->retry()) {
+    state->retry.kind = static_cast<RetryPolicy::Kind>(retry->kind());
+    state->retry.initial_delay = Duration(retry->initial_delay_us());
+    state->retry.max_delay = Duration(retry->max_delay_us());
+    state->retry.jitter = retry->jitter();
+  } else {
+    state->retry = RetryPolicy::None();
+  }
+  state->retry.max_attempts = state->max_attempts;
+  state->type = AsString(table->type());
+  state->priority = table->priority();
+  state->sequence = table->sequence();
+  state->stored_group = AsString(table->stored_group());
+  state->stored_dedup_key = AsString(table->stored_dedup_key());
+  state->depends_on.clear();
+  if (const auto* deps = table->depends_on()) {
+    state->depends_on.assign(deps->begin(), deps->end());
+  }
+  state->on_dependency_failure =
+      static_cast<DependencyFailure>(table->on_dependency_failure());
+  state->timeout_us = table->timeout_us();
+  // Failures not yet written belong to the record this one replaces.
+  state->new_failures.clear();
+  return Status::OK();
+}
+
+Status DecodeFailure(TaskId id, std::string_view bytes, FailureEntry* failure) {
+  std::string scratch;
+  bytes = AlignedRecordBytes(bytes, &scratch);
+  const fb::Failure* table = nullptr;
+  Status s = VerifyFailure(id, bytes, &table);
+  if (!s.ok()) return s;
+  failure->attempt = table->attempt();
+  failure->at_us = table->at_us();
+  failure->error = AsString(table->error());
+  return Status::OK();
+}
+
+// ---- Reading in place ----
+
+TaskBytes::TaskBytes(TaskBytes&& other) noexcept { *this = std::move(other); }
+
+TaskBytes& TaskBytes::operator=(TaskBytes&& other) noexcept {
+  spec_ = std::move(other.spec_);
+  state_ = std::move(other.state_);
+  failures_ = std::move(other.failures_);
+  failure_count_ = other.failure_count_;
+  has_spec_ = other.has_spec_;
+  has_state_ = other.has_state_;
+  view_ = TaskView{};
+  other.Clear();
+  return *this;
+}
+
+void TaskBytes::CopyFrom(const TaskBytes& other) {
+  Clear();
+  spec_ = other.spec_;
+  state_ = other.state_;
+  has_spec_ = other.has_spec_;
+  has_state_ = other.has_state_;
+  for (size_t i = 0; i < other.failure_count_; ++i) {
+    *AddFailure() = other.failures_[i];
+  }
+}
+
+void TaskBytes::Clear() {
+  has_spec_ = false;
+  has_state_ = false;
+  failure_count_ = 0;
+  view_ = TaskView{};
+}
+
+std::string* TaskBytes::AddFailure() {
+  if (failure_count_ == failures_.size()) failures_.emplace_back();
+  return &failures_[failure_count_++];
+}
+
+Status TaskBytes::Verify(TaskId id) {
+  view_ = TaskView{};
+  if (!has_spec_) return Corrupt(id, "its spec is missing");
+  if (!has_state_) return Corrupt(id, "its state is missing");
+  Status s = VerifySpec(id, spec_, &view_.spec);
+  if (s.ok()) s = VerifyState(id, state_, &view_.state);
+  // The state copies the spec's type (for the index); a state that names
+  // another type belongs to another task.
+  if (s.ok() && AsView(view_.spec->type()) != AsView(view_.state->type())) {
+    s = Corrupt(id, "its state names type '" +
+                        std::string(AsView(view_.state->type())) +
+                        "' but its spec '" +
+                        std::string(AsView(view_.spec->type())) + "'");
+  }
+  if (!s.ok()) {
+    view_ = TaskView{};
+    return s;
+  }
+  failure_tables_.clear();
+  for (size_t i = 0; i < failure_count_; ++i) {
+    const fb::Failure* failure = nullptr;
+    s = VerifyFailure(id, failures_[i], &failure);
+    if (!s.ok()) {
+      view_ = TaskView{};
+      return s;
+    }
+    failure_tables_.push_back(failure);
+  }
+  view_.failures = &failure_tables_;
+  return Status::OK();
+}
+
+TaskStatus StatusOf(const fb::TaskState& state) {
+  return static_cast<TaskStatus>(state.status());
+}
+
+std::string_view TypeOf(const TaskView& task) {
+  return AsView(task.state->type());
+}
+
+void FillTaskInfo(const TaskView& task, TaskInfo* info) {
+  const fb::TaskSpec& spec = *task.spec;
+  const fb::TaskState& state = *task.state;
+  info->id = spec.id();
+  info->type = AsString(spec.type());
+  if (spec.payload() != nullptr) {
+    info->payload.assign(reinterpret_cast<const char*>(spec.payload()->data()),
+                         spec.payload()->size());
   } else {
     info->payload.clear();
   }
-  info->status = static_cast<TaskStatus>(table.status());
-  info->priority = table.priority();
-  info->attempts = table.attempts();
-  info->max_attempts = table.max_attempts();
-  info->created_at = Timestamp(Duration(table.created_us()));
-  info->updated_at = Timestamp(Duration(table.updated_us()));
-  if (table.next_attempt_us() != 0) {
-    info->next_attempt_at = Timestamp(Duration(table.next_attempt_us()));
+  info->status = StatusOf(state);
+  info->priority = state.priority();
+  info->attempts = state.attempts();
+  info->max_attempts = state.max_attempts();
+  info->created_at = Timestamp(Duration(spec.created_us()));
+  info->updated_at = Timestamp(Duration(state.updated_us()));
+  if (state.next_attempt_us() != 0) {
+    info->next_attempt_at = Timestamp(Duration(state.next_attempt_us()));
   } else {
     info->next_attempt_at.reset();
   }
-  info->sequence = table.sequence();
-  info->last_error = std::string(AsView(table.last_error()));
+  info->sequence = state.sequence();
+  info->last_error = AsString(state.last_error());
   info->failures.clear();
-  if (const auto* failures = table.failures()) {
-    for (const fb::Failure* f : *failures) {
-      info->failures.push_back(
-          TaskInfo::Failure{f->attempt(), Timestamp(Duration(f->at_us())),
-                            std::string(AsView(f->error()))});
+  if (task.failures != nullptr) {
+    for (const fb::Failure* f : *task.failures) {
+      info->failures.push_back(TaskInfo::Failure{
+          f->attempt(), Timestamp(Duration(f->at_us())), AsString(f->error())});
     }
   }
-  info->group = std::string(AsView(table.group()));
-  info->dedup_key = std::string(AsView(table.dedup_key()));
-  info->idempotency_key = std::string(AsView(table.idempotency_key()));
+  info->group = AsString(spec.group());
+  info->dedup_key = AsString(spec.dedup_key());
+  info->idempotency_key = AsString(spec.idempotency_key());
   info->depends_on.clear();
-  if (const auto* deps = table.depends_on()) {
+  if (const auto* deps = state.depends_on()) {
     info->depends_on.assign(deps->begin(), deps->end());
   }
   info->on_dependency_failure =
-      static_cast<DependencyFailure>(table.on_dependency_failure());
-  info->timeout = Duration(table.timeout_us());
-  info->cancel_requested = table.cancel_requested();
-  info->handoff_reference = std::string(AsView(table.handoff_reference()));
-  info->payload_version = table.payload_version();
-}
-
-void RecordFailure(TaskRecord* record, uint32_t attempt, int64_t at_us,
-                   std::string_view error) {
-  record->last_error = CutError(error);
-  if (record->failures.size() >= kMaxFailureHistory) {
-    record->failures.erase(record->failures.begin());
-  }
-  record->failures.push_back(FailureEntry{attempt, at_us, record->last_error});
+      static_cast<DependencyFailure>(state.on_dependency_failure());
+  info->timeout = Duration(state.timeout_us());
+  info->cancel_requested = state.cancel_requested();
+  info->handoff_reference = AsString(state.handoff_reference());
+  info->payload_version = spec.payload_version();
 }
 
 }  // namespace spool::storage

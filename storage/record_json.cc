@@ -9,6 +9,7 @@
 #include <flatbuffers/flatbuffers.h>
 
 #include "storage/json_writer.h"
+#include "storage/record.h"
 #include "storage/task_record_generated.h"
 
 namespace spool::storage {
@@ -155,46 +156,48 @@ void AppendRfc3339(int64_t micros, std::string* out) {
   out->append(buffer, static_cast<size_t>(end - buffer));
 }
 
-void WriteTaskJson(const fb::TaskRecord& record, PayloadFormat format,
+void WriteTaskJson(const TaskView& task, PayloadFormat format,
                    JsonWriter* writer) {
+  const fb::TaskSpec& spec = *task.spec;
+  const fb::TaskState& state = *task.state;
   JsonWriter& w = *writer;
   w.BeginObject();
   w.LiteralKey("id");
-  w.Uint(record.id());
+  w.Uint(spec.id());
   w.LiteralKey("type");
-  w.String(AsView(record.type()));
+  w.String(AsView(spec.type()));
   w.LiteralKey("status");
-  w.String(TaskStatusName(static_cast<TaskStatus>(record.status())));
+  w.String(TaskStatusName(static_cast<TaskStatus>(state.status())));
   w.LiteralKey("priority");
-  w.Int(record.priority());
+  w.Int(state.priority());
   w.LiteralKey("group");
-  WriteStringOrNull(&w, AsView(record.group()));
+  WriteStringOrNull(&w, AsView(spec.group()));
   w.LiteralKey("dedup_key");
-  WriteStringOrNull(&w, AsView(record.dedup_key()));
+  WriteStringOrNull(&w, AsView(spec.dedup_key()));
   w.LiteralKey("idempotency_key");
-  WriteStringOrNull(&w, AsView(record.idempotency_key()));
+  WriteStringOrNull(&w, AsView(spec.idempotency_key()));
   w.LiteralKey("attempts");
-  w.Uint(record.attempts());
+  w.Uint(state.attempts());
   w.LiteralKey("max_attempts");
-  w.Uint(record.max_attempts());
+  w.Uint(state.max_attempts());
   w.LiteralKey("created_at");
-  WriteTime(&w, record.created_us());
+  WriteTime(&w, spec.created_us());
   w.LiteralKey("updated_at");
-  WriteTime(&w, record.updated_us());
+  WriteTime(&w, state.updated_us());
   w.LiteralKey("next_attempt_at");
-  if (record.next_attempt_us() == 0) {
+  if (state.next_attempt_us() == 0) {
     w.Null();
   } else {
-    WriteTime(&w, record.next_attempt_us());
+    WriteTime(&w, state.next_attempt_us());
   }
   w.LiteralKey("sequence");
-  w.Uint(record.sequence());
+  w.Uint(state.sequence());
   w.LiteralKey("last_error");
-  WriteStringOrNull(&w, AsView(record.last_error()));
+  WriteStringOrNull(&w, AsView(state.last_error()));
   w.LiteralKey("failures");
   w.BeginArray();
-  if (const auto* failures = record.failures()) {
-    for (const fb::Failure* failure : *failures) {
+  if (task.failures != nullptr) {
+    for (const fb::Failure* failure : *task.failures) {
       w.BeginObject();
       w.LiteralKey("attempt");
       w.Uint(failure->attempt());
@@ -206,7 +209,7 @@ void WriteTaskJson(const fb::TaskRecord& record, PayloadFormat format,
     }
   }
   w.EndArray();
-  const std::string_view payload = AsView(record.payload());
+  const std::string_view payload = AsView(spec.payload());
   bool embedded = false;
   if (format == PayloadFormat::kJson) {
     const std::string_view json = TrimJsonWhitespace(payload);
@@ -223,10 +226,10 @@ void WriteTaskJson(const fb::TaskRecord& record, PayloadFormat format,
   w.EndObject();
 }
 
-void AppendTaskJson(const fb::TaskRecord& record, PayloadFormat format,
+void AppendTaskJson(const TaskView& task, PayloadFormat format,
                     std::string* out) {
   JsonWriter writer(out);
-  WriteTaskJson(record, format, &writer);
+  WriteTaskJson(task, format, &writer);
 }
 
 }  // namespace spool::storage

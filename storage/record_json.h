@@ -1,6 +1,7 @@
-// A stored task record as JSON, read in place from its verified FlatBuffers
-// table: no TaskInfo or other intermediate object is built per task, so a
-// reader can list thousands of tasks into one reused buffer.
+// A stored task as JSON, read in place from its verified FlatBuffers
+// values (storage/record.h, TaskView): no TaskInfo or other intermediate
+// object is built per task, so a reader can list thousands of tasks into one
+// reused buffer.
 //
 // The JSON object has these members, in this order:
 //
@@ -8,6 +9,9 @@
 //   "type"             string
 //   "status"           string, TaskStatusName(): "pending", "running", ...
 //   "priority"         number
+//   "group"            string, or null when the task has none
+//   "dedup_key"        string, or null likewise
+//   "idempotency_key"  string, or null likewise
 //   "attempts"         number
 //   "max_attempts"     number
 //   "created_at"       string, RFC 3339 UTC with microseconds
@@ -34,10 +38,7 @@
 
 namespace spool::storage {
 
-namespace fb {
-struct TaskRecord;
-}
-
+struct TaskView;
 class JsonWriter;
 
 // What a task type's payload bytes hold, as far as JSON output cares.
@@ -50,15 +51,15 @@ enum class PayloadFormat : uint8_t {
   kJson = 1,
 };
 
-// Appends `record` as one JSON object (see the file comment) to *out.
-// REQUIRES: `record` passed VerifyRecord (storage/record.h).
-void AppendTaskJson(const fb::TaskRecord& record, PayloadFormat format,
+// Appends `task` as one JSON object (see the file comment) to *out.
+// REQUIRES: `task` is a verified view (TaskBytes::Verify).
+void AppendTaskJson(const TaskView& task, PayloadFormat format,
                     std::string* out);
 
-// Writes `record` as one JSON value through `writer`, which inserts the
+// Writes `task` as one JSON value through `writer`, which inserts the
 // separating comma, e.g. when listing tasks into a JSON array.
-// REQUIRES: `record` passed VerifyRecord (storage/record.h).
-void WriteTaskJson(const fb::TaskRecord& record, PayloadFormat format,
+// REQUIRES: `task` is a verified view (TaskBytes::Verify).
+void WriteTaskJson(const TaskView& task, PayloadFormat format,
                    JsonWriter* writer);
 
 // Appends the time `micros` (since the Unix epoch, UTC) in RFC 3339 form

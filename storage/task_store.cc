@@ -10,6 +10,7 @@
 #include <rocksdb/filter_policy.h>
 #include <rocksdb/options.h>
 #include <rocksdb/slice.h>
+#include <rocksdb/slice_transform.h>
 #include <rocksdb/table.h>
 #include <rocksdb/utilities/table_properties_collectors.h>
 #include <rocksdb/write_batch.h>
@@ -19,17 +20,23 @@
 namespace spool::storage {
 namespace {
 
-constexpr const char* kFamilyNames[] = {
-    "tasks",    "ready", "scheduled",  "running", "by_status", "by_type",
-    "by_group", "dedup", "waiting_on", "meta",    "corrupt"};
+constexpr const char* kFamilyNames[] = {"tasks", "index", "meta", "corrupt"};
 static_assert(sizeof(kFamilyNames) / sizeof(kFamilyNames[0]) ==
               static_cast<size_t>(ColumnFamily::kCount));
 
+// The families of schema version 1 (spool 0.1), which named each index.
+// Only used to recognise such a directory and say so.
+constexpr const char* kVersion1Families[] = {
+    "ready",   "scheduled", "running", "by_status",
+    "by_type", "by_group",  "dedup",   "waiting_on"};
+
 constexpr const char* kMetaSchemaVersion = "schema_version";
-constexpr const char* kMetaReservedIds = "reserved_ids";
-constexpr const char* kMetaNextSequence = "next_sequence";
 constexpr const char* kMetaCountsDirty = "counts_dirty";
-constexpr const char* kMetaCommittedBatches = "committed_batches";
+// The writer's state, rewritten by every commit as one value: the number of
+// batches committed, the next enqueue sequence, the first id not reserved,
+// and the count of tasks in each status (big-endian, in that order). One
+// value, so that a commit writes one meta entry, not one per figure.
+constexpr const char* kMetaWriterState = "writer_state";
 
 Status StoreClosed(const std::string& path) {
   return Status::IOError("storage " + path +
@@ -37,15 +44,44 @@ Status StoreClosed(const std::string& path) {
                          "reopened");
 }
 
-std::string CountKey(size_t status) {
-  return "count/" +
-         std::string(TaskStatusName(static_cast<TaskStatus>(status)));
+struct WriterStateValue {
+  uint64_t committed_batches = 0;
+  uint64_t next_sequence = 1;
+  uint64_t reserved_ids = 1;
+  StatusCountArray counts{};
+};
+
+std::string EncodeWriterState(const WriterStateValue& state) {
+  std::string value;
+  value.reserve(24 + 8 * kTaskStatusCount);
+  PutBigEndian64(&value, state.committed_batches);
+  PutBigEndian64(&value, state.next_sequence);
+  PutBigEndian64(&value, state.reserved_ids);
+  PutCounts(&value, state.counts);
+  return value;
 }
 
-std::string BigEndian64(uint64_t value) {
-  std::string out;
-  PutBigEndian64(&out, value);
-  return out;
+bool DecodeWriterState(std::string_view value, WriterStateValue* state) {
+  if (value.size() != 24 + 8 * kTaskStatusCount) return false;
+  state->committed_batches = GetBigEndian64(value.data());
+  state->next_sequence = GetBigEndian64(value.data() + 8);
+  state->reserved_ids = GetBigEndian64(value.data() + 16);
+  value.remove_prefix(24);
+  return GetCounts(&value, &state->counts);
+}
+
+std::string EncodeCounts(const StatusCountArray& counts) {
+  std::string value;
+  PutCounts(&value, counts);
+  return value;
+}
+
+rocksdb::Slice AsSlice(std::string_view s) {
+  return rocksdb::Slice(s.data(), s.size());
+}
+
+std::string_view AsView(const rocksdb::Slice& s) {
+  return std::string_view(s.data(), s.size());
 }
 
 Status FromRocks(const rocksdb::Status& s, std::string_view context) {
@@ -59,38 +95,129 @@ Status FromRocks(const rocksdb::Status& s, std::string_view context) {
   return Status::IOError(msg);
 }
 
-// Index families are written only through IndexEntriesOf diffs: a key is put
-// once while absent and deleted once while present. That is the contract of
-// SingleDelete, whose tombstone vanishes when it meets its put, even in a
-// flush, so a consumed queue leaves no tombstones for scans to skip.
-bool IsIndexFamily(ColumnFamily family) {
-  return family != ColumnFamily::kTasks && family != ColumnFamily::kMeta &&
-         family != ColumnFamily::kCorrupt;
+Status TaskMissing(TaskId id) {
+  return Status::NotFound("task " + std::to_string(id) + " does not exist");
 }
 
 bool IsActive(TaskStatus status) { return !IsTerminal(status); }
+
+bool IsQueued(TaskStatus status) {
+  return status == TaskStatus::kPending ||
+         status == TaskStatus::kRetryScheduled;
+}
+
+// Memtable insert hints. A skiplist insert searches from the top unless it
+// lands next to the previous insert; a batch's inserts land in several
+// places (the pending range, the running range, ...), so without help
+// nearly every one searches the whole list. With a prefix extractor for
+// hints, RocksDB keeps an insert position per prefix, and an insert next
+// to the last one of its prefix is nearly free.
+//
+// Index keys: status, group and waiting entries end in an id, and ids
+// arrive mostly in ascending order within (status, type), (group) and
+// (dependency): the key without its id is the prefix. Due entries are in
+// due-time order: one prefix. Dedup keys land anywhere: no hint.
+class IndexFrontTransform final : public rocksdb::SliceTransform {
+ public:
+  const char* Name() const override { return "spool.IndexFront"; }
+  rocksdb::Slice Transform(const rocksdb::Slice& key) const override {
+    if (static_cast<IndexKind>(key[0]) == IndexKind::kDue) {
+      return rocksdb::Slice(key.data(), 1);
+    }
+    return rocksdb::Slice(key.data(), key.size() - 8);
+  }
+  bool InDomain(const rocksdb::Slice& key) const override {
+    if (key.size() < 1) return false;
+    switch (static_cast<IndexKind>(key[0])) {
+      case IndexKind::kStatus:
+      case IndexKind::kType:
+      case IndexKind::kGroup:
+      case IndexKind::kWaiting:
+        return key.size() > 8;
+      case IndexKind::kDue:
+        return true;
+      default:
+        return false;
+    }
+  }
+};
+
+// Meta keys are few and rewritten by every commit (the writer state, the
+// counts of a type): each key is its own prefix, so that its new version
+// goes in right next to its last.
+class WholeKeyTransform final : public rocksdb::SliceTransform {
+ public:
+  const char* Name() const override { return "spool.WholeKey"; }
+  rocksdb::Slice Transform(const rocksdb::Slice& key) const override {
+    return key;
+  }
+  bool InDomain(const rocksdb::Slice&) const override { return true; }
+};
+
+// A task's values: a commit writes them in id order (Commit sorts them),
+// one ascending sweep. Without a hint, an insert that does not land right
+// next to the previous one searches from the top, and the next state is
+// never adjacent to the last (the next task's spec lies between them). One
+// hint for the whole family lets RocksDB walk forward from the last insert
+// instead.
+class OneFrontTransform final : public rocksdb::SliceTransform {
+ public:
+  const char* Name() const override { return "spool.OneFront"; }
+  rocksdb::Slice Transform(const rocksdb::Slice& key) const override {
+    return rocksdb::Slice(key.data(), 0);
+  }
+  bool InDomain(const rocksdb::Slice&) const override { return true; }
+};
 
 rocksdb::ColumnFamilyOptions FamilyOptions(
     ColumnFamily family, const std::shared_ptr<rocksdb::Cache>& cache) {
   rocksdb::ColumnFamilyOptions cf;
   rocksdb::BlockBasedTableOptions table;
   table.block_cache = cache;
-  // Records are fetched by id: a bloom filter saves a disk read on misses.
+  // Values are fetched by key: a bloom filter saves a disk read on misses.
   table.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10, false));
   table.cache_index_and_filter_blocks = true;
   cf.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
   // Tasks are written and consumed quickly; small memtables keep the log to
   // replay after a crash short, and most index entries die in memory.
   cf.write_buffer_size = 16 << 20;
-  if (IsIndexFamily(family)) {
-    cf.compression = rocksdb::kNoCompression;
-    // Compact files that are mostly deletions, so scans at open stay cheap.
-    cf.table_properties_collector_factories.emplace_back(
-        rocksdb::NewCompactOnDeletionCollectorFactory(128, 64, 0.5));
-  } else if (family == ColumnFamily::kTasks) {
-    cf.compression = rocksdb::kLZ4Compression;
+  switch (family) {
+    case ColumnFamily::kIndex:
+      cf.memtable_insert_with_hint_prefix_extractor =
+          std::make_shared<IndexFrontTransform>();
+      cf.compression = rocksdb::kNoCompression;
+      // Compact files that are mostly deletions, so scans at open stay
+      // cheap.
+      cf.table_properties_collector_factories.emplace_back(
+          rocksdb::NewCompactOnDeletionCollectorFactory(128, 64, 0.5));
+      break;
+    case ColumnFamily::kTasks:
+      cf.memtable_insert_with_hint_prefix_extractor =
+          std::make_shared<OneFrontTransform>();
+      cf.compression = rocksdb::kLZ4Compression;
+      break;
+    case ColumnFamily::kMeta:
+      cf.memtable_insert_with_hint_prefix_extractor =
+          std::make_shared<WholeKeyTransform>();
+      break;
+    default:
+      break;
   }
   return cf;
+}
+
+// Index kinds whose staged entries a transaction's own reads see (see
+// WriteTxn): the ones commands read while they stage.
+bool IsOverlaid(std::string_view key) {
+  if (key.empty()) return false;
+  switch (static_cast<IndexKind>(key[0])) {
+    case IndexKind::kDedup:
+    case IndexKind::kWaiting:
+    case IndexKind::kGroup:
+      return true;
+    default:
+      return false;
+  }
 }
 
 }  // namespace
@@ -101,60 +228,40 @@ const char* ColumnFamilyName(ColumnFamily family) {
                                                            : "invalid";
 }
 
-std::vector<IndexEntry> IndexEntriesOf(const TaskRecord& record,
-                                       const LookupTagger* tags) {
-  auto stored = [tags](char domain, const std::string& value) {
-    return tags == nullptr || value.empty() ? value : tags->Tag(domain, value);
-  };
-  std::string group = stored(kGroupTagDomain, record.group);
+std::vector<IndexEntry> IndexEntriesOf(const StateRecord& state) {
   std::vector<IndexEntry> entries;
-  entries.reserve(4 + record.depends_on.size());
-  switch (record.status) {
-    case TaskStatus::kPending:
-    case TaskStatus::kRetryScheduled: {
-      std::string value =
-          EncodeQueueValue({record.id, record.priority, record.type, group});
-      if (record.next_attempt_us == 0) {
-        entries.push_back({ColumnFamily::kReady,
-                           EncodeReadyKey({record.priority, record.sequence}),
-                           std::move(value)});
-      } else {
-        entries.push_back(
-            {ColumnFamily::kScheduled,
-             EncodeScheduledKey({record.next_attempt_us, record.sequence}),
-             std::move(value)});
-      }
-      break;
+  entries.reserve(5 + state.depends_on.size());
+  std::string status_value;
+  if (IsQueued(state.status)) {
+    status_value =
+        EncodeQueueValue({state.priority, state.sequence, state.next_attempt_us,
+                          state.stored_group});
+    if (state.next_attempt_us != 0) {
+      entries.push_back({DueIndexKey(state.next_attempt_us, state.sequence),
+                         IdValue(state.id)});
     }
-    case TaskStatus::kRunning:
-      entries.push_back({ColumnFamily::kRunning, TaskKey(record.id), ""});
-      break;
-    case TaskStatus::kWaiting:
-      for (TaskId dependency : record.depends_on) {
-        entries.push_back({ColumnFamily::kWaitingOn,
-                           WaitingIndexKey(dependency, record.id), ""});
-      }
-      break;
-    default:
-      break;
   }
-  entries.push_back(
-      {ColumnFamily::kByStatus, StatusIndexKey(record.status, record.id), ""});
-  entries.push_back({ColumnFamily::kByType,
-                     TypeIndexKey(record.type, record.status, record.id), ""});
-  if (!group.empty()) {
-    entries.push_back({ColumnFamily::kByGroup, GroupIndexKey(group, record.id),
-                       std::string(1, static_cast<char>(record.status))});
+  entries.push_back({StatusIndexKey(state.status, state.type, state.id),
+                     std::move(status_value)});
+  entries.push_back({TypeIndexKey(state.type, state.id), ""});
+  if (state.status == TaskStatus::kWaiting) {
+    for (TaskId dependency : state.depends_on) {
+      entries.push_back({WaitingIndexKey(dependency, state.id), ""});
+    }
   }
-  if (!record.dedup_key.empty() && IsActive(record.status)) {
-    entries.push_back({ColumnFamily::kDedup,
-                       DedupIndexKey(stored(kDedupTagDomain, record.dedup_key)),
-                       TaskKey(record.id)});
+  if (!state.stored_group.empty()) {
+    entries.push_back({GroupIndexKey(state.stored_group, state.id),
+                       std::string(1, static_cast<char>(state.status))});
+  }
+  if (!state.stored_dedup_key.empty() && IsActive(state.status)) {
+    entries.push_back(
+        {DedupIndexKey(state.stored_dedup_key), IdValue(state.id)});
   }
   return entries;
 }
 
-TaskStore::TaskStore(const StoreOptions& options) : options_(options) {}
+TaskStore::TaskStore(const StoreOptions& options)
+    : options_(options), states_(options.state_cache_entries) {}
 
 TaskStore::~TaskStore() { CloseDb(); }
 
@@ -172,6 +279,7 @@ void TaskStore::CloseDb() {
   // to do about it here.
   db_->Close().PermitUncheckedError();
   db_.reset();
+  states_.Clear();
 }
 
 Status TaskStore::Reopen() {
@@ -197,17 +305,9 @@ Status TaskStore::Open(const StoreOptions& options,
   return Status::OK();
 }
 
-Status TaskStore::OpenDb() {
-  rocksdb::Env* env = options_.env;
-  std::string path = options_.path;
-  if (options_.durability == Durability::kMemory) {
-    if (env == nullptr) {
-      owned_env_.reset(rocksdb::NewMemEnv(rocksdb::Env::Default()));
-      env = owned_env_.get();
-    }
-    // The in-memory file system cannot resolve relative paths.
-    if (path.front() != '/') path = "/" + path;
-  }
+namespace {
+
+rocksdb::DBOptions QueueDbOptions(rocksdb::Env* env) {
   rocksdb::DBOptions db_options;
   if (env != nullptr) db_options.env = env;
   db_options.create_if_missing = true;
@@ -216,6 +316,9 @@ Status TaskStore::OpenDb() {
   // One writer thread: pipelining the WAL and memtable writes of concurrent
   // writers buys nothing and costs latency.
   db_options.enable_pipelined_write = false;
+  // Likewise, inserting into memtables from several threads at once; and
+  // RocksDB ignores memtable insert hints when it is on.
+  db_options.allow_concurrent_memtable_write = false;
   // With several column families a rarely written one (meta, corrupt) pins
   // old logs; cap the total so they get flushed.
   db_options.max_total_wal_size = 64 << 20;
@@ -225,6 +328,107 @@ Status TaskStore::OpenDb() {
   db_options.keep_log_file_num = 4;
   db_options.info_log_level = rocksdb::InfoLogLevel::WARN_LEVEL;
   db_options.avoid_unnecessary_blocking_io = true;
+  // Sized for a queue, whose store holds few table files: opening them
+  // needs no pool of 16 threads, nor the statistics RocksDB reads from
+  // every file to tune compaction; and the log a crash leaves is replayed
+  // into memtables without first flushing them to small files (the log is
+  // kept until they are flushed).
+  db_options.max_file_opening_threads = 1;
+  db_options.skip_stats_update_on_db_open = true;
+  db_options.avoid_flush_during_recovery = true;
+  return db_options;
+}
+
+// The schema version a directory's meta family records, read without
+// opening it for writing; 0 when it records none.
+uint32_t RecordedVersion(const rocksdb::DBOptions& db_options,
+                         const std::string& path,
+                         const std::vector<std::string>& families) {
+  std::vector<rocksdb::ColumnFamilyDescriptor> descriptors;
+  for (const std::string& name : families) {
+    descriptors.emplace_back(name, rocksdb::ColumnFamilyOptions());
+  }
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  rocksdb::DB* raw = nullptr;
+  if (!rocksdb::DB::OpenForReadOnly(db_options, path, descriptors, &handles,
+                                    &raw)
+           .ok()) {
+    return 0;
+  }
+  std::unique_ptr<rocksdb::DB> db(raw);
+  uint32_t version = 0;
+  for (size_t i = 0; i < families.size(); ++i) {
+    std::string value;
+    if (families[i] == "meta" &&
+        db->Get(rocksdb::ReadOptions(), handles[i], kMetaSchemaVersion, &value)
+            .ok() &&
+        value.size() == 4) {
+      version = GetBigEndian32(value.data());
+    }
+  }
+  for (auto* handle : handles) db->DestroyColumnFamilyHandle(handle);
+  db->Close().PermitUncheckedError();
+  return version;
+}
+
+Status VersionRefused(const std::string& path, uint32_t version) {
+  std::string written = version == 0
+                            ? std::string("an unknown schema version")
+                            : "schema version " + std::to_string(version);
+  std::string advice =
+      version != 0 && version < kSchemaVersion
+          ? "; spool is 0.x and does not convert stores: finish its tasks "
+            "with the spool that wrote it, or start with a new directory"
+          : "; it was written by a newer spool";
+  return Status::NotSupported(
+      "storage directory " + path + " was written by " + written +
+      ", and this spool reads schema version " +
+      std::to_string(kSchemaVersion) + " only" + advice);
+}
+
+}  // namespace
+
+Status TaskStore::CheckLayout(const std::string& path) {
+  std::vector<std::string> existing;
+  rocksdb::DBOptions db_options = QueueDbOptions(options_.env);
+  rocksdb::Options list_options(db_options, rocksdb::ColumnFamilyOptions());
+  if (!rocksdb::DB::ListColumnFamilies(list_options, path, &existing).ok()) {
+    return Status::OK();  // a new directory
+  }
+  bool foreign = false;
+  for (const std::string& name : existing) {
+    bool known = name == rocksdb::kDefaultColumnFamilyName;
+    for (const char* ours : kFamilyNames) known |= name == ours;
+    foreign |= !known;
+  }
+  if (!foreign) return Status::OK();
+  uint32_t version = RecordedVersion(db_options, path, existing);
+  if (version == 0) {
+    for (const std::string& name : existing) {
+      for (const char* old : kVersion1Families) {
+        if (name == old) version = 1;
+      }
+    }
+  }
+  return VersionRefused(options_.path, version);
+}
+
+Status TaskStore::OpenDb() {
+  rocksdb::Env* env = options_.env;
+  std::string path = options_.path;
+  if (options_.durability == Durability::kMemory) {
+    if (env == nullptr) {
+      if (!owned_env_) {
+        owned_env_.reset(rocksdb::NewMemEnv(rocksdb::Env::Default()));
+      }
+      env = owned_env_.get();
+    }
+    // The in-memory file system cannot resolve relative paths.
+    if (path.front() != '/') path = "/" + path;
+  }
+  rocksdb::DBOptions db_options = QueueDbOptions(env);
+  Status s = CheckLayout(path);
+  if (!s.ok()) return s;
 
   auto cache = rocksdb::NewLRUCache(64 << 20);
   std::vector<rocksdb::ColumnFamilyDescriptor> descriptors;
@@ -234,24 +438,6 @@ Status TaskStore::OpenDb() {
     descriptors.emplace_back(
         kFamilyNames[i], FamilyOptions(static_cast<ColumnFamily>(i), cache));
   }
-
-  // A directory written by a newer spool may hold families this one does not
-  // know; say so instead of RocksDB's generic complaint.
-  std::vector<std::string> existing;
-  rocksdb::Options list_options(db_options, rocksdb::ColumnFamilyOptions());
-  if (rocksdb::DB::ListColumnFamilies(list_options, path, &existing).ok()) {
-    for (const std::string& name : existing) {
-      bool known = name == rocksdb::kDefaultColumnFamilyName;
-      for (const char* ours : kFamilyNames) known |= name == ours;
-      if (!known) {
-        return Status::NotSupported("storage directory " + options_.path +
-                                    " has column family '" + name +
-                                    "', unknown to this spool; it was written "
-                                    "by a newer version");
-      }
-    }
-  }
-
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* db = nullptr;
   rocksdb::Status rs =
@@ -302,45 +488,33 @@ Status TaskStore::LoadMeta() {
                               ": schema version entry is malformed");
   }
   uint32_t version = GetBigEndian32(value.data());
-  if (version > kSchemaVersion) {
-    return Status::NotSupported(
-        "storage directory " + options_.path +
-        " was written by schema version " + std::to_string(version) +
-        "; this spool reads up to version " + std::to_string(kSchemaVersion));
-  }
+  if (version != kSchemaVersion) return VersionRefused(options_.path, version);
 
-  auto load_u64 = [&](const std::string& key, uint64_t* out) -> Status {
-    std::string v;
-    rocksdb::Status r = get(key, &v);
-    if (r.IsNotFound()) return Status::OK();
-    if (!r.ok()) return FromRocks(r, "reading meta " + key);
-    if (v.size() != 8) {
-      return Status::Corruption("meta " + key + " is malformed");
-    }
-    *out = GetBigEndian64(v.data());
-    return Status::OK();
-  };
-  Status s = load_u64(kMetaReservedIds, &reserved_ids_);
-  if (s.ok()) s = load_u64(kMetaNextSequence, &next_sequence_);
-  if (s.ok()) s = load_u64(kMetaCommittedBatches, &committed_batches_);
-  for (size_t i = 0; s.ok() && i < kTaskStatusCount; ++i) {
-    s = load_u64(CountKey(i), &counts_[i]);
+  WriterStateValue writer;
+  rs = get(kMetaWriterState, &value);
+  if (rs.ok() && !DecodeWriterState(value, &writer)) {
+    return Status::Corruption("storage directory " + options_.path + ": meta " +
+                              kMetaWriterState + " is malformed");
   }
-  if (s.ok()) {
-    type_counts_.clear();
-    s = ScanLocked(
-        ColumnFamily::kMeta, kTypeCountPrefix, "",
-        [&](std::string_view key, std::string_view v) {
-          std::string_view type;
-          TaskStatus status;
-          if (DecodeTypeCountKey(key, &type, &status) && v.size() == 8) {
-            type_counts_[std::string(type)][static_cast<size_t>(status)] =
-                GetBigEndian64(v.data());
-          }
-          return true;
-        },
-        nullptr);
+  if (!rs.ok() && !rs.IsNotFound()) {
+    return FromRocks(rs, std::string("reading meta ") + kMetaWriterState);
   }
+  committed_batches_ = writer.committed_batches;
+  next_sequence_ = writer.next_sequence;
+  reserved_ids_ = writer.reserved_ids;
+  counts_ = writer.counts;
+  type_counts_.clear();
+  Status s = ScanLocked(
+      ColumnFamily::kMeta, kTypeCountPrefix, "",
+      [&](std::string_view key, std::string_view v) {
+        std::string_view type;
+        StatusCountArray counts;
+        if (DecodeTypeCountKey(key, &type) && GetCounts(&v, &counts)) {
+          type_counts_[std::string(type)] = counts;
+        }
+        return true;
+      },
+      nullptr);
   if (s.ok()) s = LoadKeys();
   if (!s.ok()) return s;
 
@@ -351,26 +525,36 @@ Status TaskStore::LoadMeta() {
   return RebuildCounts();
 }
 
+// ---- Checking and repairing the index ----
+
 namespace {
 
-// Every index entry the verified records imply, by family.
-using ExpectedIndexes = std::array<std::map<std::string, std::string>,
-                                   static_cast<size_t>(ColumnFamily::kCount)>;
+// Every index entry the readable states imply.
+using ExpectedIndex = std::map<std::string, std::string>;
 
-Status ExpectedFromRecords(
-    const std::function<Status(
-        const std::function<Status(TaskId, std::string_view)>&)>& for_each,
-    const LookupTagger* tags, ExpectedIndexes* expected) {
-  return for_each([&](TaskId id, std::string_view bytes) {
-    TaskRecord record;
-    if (DecodeRecord(id, bytes, &record).ok()) {
-      for (IndexEntry& e : IndexEntriesOf(record, tags)) {
-        (*expected)[static_cast<size_t>(e.family)][std::move(e.key)] =
-            std::move(e.value);
+Status ExpectedFromStates(
+    const std::function<Status(const TaskVisitor&)>& scan_tasks,
+    ExpectedIndex* expected) {
+  return scan_tasks([&](TaskId id, TaskBytes& task, const Status& opened) {
+    StateRecord state;
+    if (opened.ok() && task.Verify(id).ok() &&
+        DecodeState(id, task.state(), &state).ok()) {
+      for (IndexEntry& e : IndexEntriesOf(state)) {
+        (*expected)[std::move(e.key)] = std::move(e.value);
       }
     }
-    return Status::OK();
+    return true;
   });
+}
+
+std::string Hex(std::string_view key) {
+  static const char* kDigits = "0123456789abcdef";
+  std::string hex;
+  for (unsigned char c : key) {
+    hex.push_back(kDigits[c >> 4]);
+    hex.push_back(kDigits[c & 15]);
+  }
+  return hex;
 }
 
 }  // namespace
@@ -384,119 +568,137 @@ Status TaskStore::CheckIndexes(size_t* mismatches,
 
 Status TaskStore::CheckIndexesLocked(size_t* mismatches,
                                      std::vector<std::string>* problems) const {
-  ExpectedIndexes expected;
-  Status s = ExpectedFromRecords(
-      [this](const auto& fn) { return ForEachRecordLocked(fn); }, tagger(),
-      &expected);
+  ExpectedIndex want;
+  Status s = ExpectedFromStates(
+      [this](const TaskVisitor& visit) {
+        return ScanTasksLocked(ColumnFamily::kTasks, 0, visit, nullptr);
+      },
+      &want);
   if (!s.ok()) return s;
   *mismatches = 0;
-  auto report = [&](ColumnFamily family, std::string_view what,
-                    std::string_view key) {
+  auto report = [&](std::string_view what, std::string_view key) {
     ++*mismatches;
     if (problems != nullptr && problems->size() < 20) {
-      std::string hex;
-      for (unsigned char c : key) {
-        static const char* kDigits = "0123456789abcdef";
-        hex.push_back(kDigits[c >> 4]);
-        hex.push_back(kDigits[c & 15]);
-      }
-      problems->push_back(std::string(ColumnFamilyName(family)) + ": " +
-                          std::string(what) + " " + hex);
+      problems->push_back("index: " + std::string(what) + " " + Hex(key));
     }
   };
-  for (size_t f = 0; f < expected.size(); ++f) {
-    auto family = static_cast<ColumnFamily>(f);
-    if (!IsIndexFamily(family)) continue;
-    auto& want = expected[f];
-    s = ScanLocked(
-        family, "", "",
-        [&](std::string_view key, std::string_view value) {
-          auto it = want.find(std::string(key));
-          if (it == want.end()) {
-            report(family, "entry without a record", key);
-          } else {
-            if (it->second != value) report(family, "wrong value for", key);
-            want.erase(it);
-          }
-          return true;
-        },
-        nullptr);
-    if (!s.ok()) return s;
-    for (const auto& [key, value] : want) {
-      report(family, "missing entry", key);
-    }
-  }
+  s = ScanLocked(
+      ColumnFamily::kIndex, "", "",
+      [&](std::string_view key, std::string_view value) {
+        auto it = want.find(std::string(key));
+        if (it == want.end()) {
+          report("entry without a task", key);
+        } else {
+          if (it->second != value) report("wrong value for", key);
+          want.erase(it);
+        }
+        return true;
+      },
+      nullptr);
+  if (!s.ok()) return s;
+  for (const auto& [key, value] : want) report("missing entry", key);
   return Status::OK();
 }
 
 Status TaskStore::RepairIndexes() {
   Status s = SetAsideUnreadable();
   if (!s.ok()) return s;
-  ExpectedIndexes expected;
-  s = ExpectedFromRecords(
-      [this](const auto& fn) { return ForEachRecordLocked(fn); }, tagger(),
-      &expected);
-  if (!s.ok()) return s;
   rocksdb::WriteBatch batch;
-  for (size_t f = 0; f < expected.size(); ++f) {
-    auto family = static_cast<ColumnFamily>(f);
-    if (!IsIndexFamily(family)) continue;
-    auto& want = expected[f];
-    s = ScanLocked(
-        family, "", "",
-        [&](std::string_view key, std::string_view value) {
-          auto it = want.find(std::string(key));
-          rocksdb::Slice k(key.data(), key.size());
-          if (it == want.end()) {
-            batch.SingleDelete(Handle(family), k);
-          } else {
-            if (it->second != value) {
-              batch.SingleDelete(Handle(family), k);
-              batch.Put(Handle(family), k, it->second);
-            }
-            want.erase(it);
-          }
+  ExpectedIndex want;
+  flatbuffers::FlatBufferBuilder builder(256);
+  std::string sealed;
+  Status inner;
+  // States hold the group and dedup key in stored form; after encryption
+  // was turned on for a plaintext store, those are still plaintext. They
+  // are derived again from the specs, and the states rewritten.
+  s = ScanTasksLocked(
+      ColumnFamily::kTasks, 0,
+      [&](TaskId id, TaskBytes& task, const Status& opened) {
+        StateRecord state;
+        if (!opened.ok() || !task.Verify(id).ok() ||
+            !DecodeState(id, task.state(), &state).ok()) {
           return true;
-        },
-        nullptr);
-    if (!s.ok()) return s;
-    for (const auto& [key, value] : want) batch.Put(Handle(family), key, value);
-  }
+        }
+        const fb::TaskSpec& spec = *task.view().spec;
+        auto plain = [](const flatbuffers::String* v) {
+          return v == nullptr ? std::string_view() : v->string_view();
+        };
+        std::string group = StoredGroup(plain(spec.group()));
+        std::string dedup_key = StoredDedupKey(plain(spec.dedup_key()));
+        if (group != state.stored_group ||
+            dedup_key != state.stored_dedup_key) {
+          state.stored_group = std::move(group);
+          state.stored_dedup_key = std::move(dedup_key);
+          EncodeState(state, &builder);
+          std::string key = StateKey(id);
+          std::string_view value;
+          inner = StoredValue(key,
+                              std::string_view(reinterpret_cast<const char*>(
+                                                   builder.GetBufferPointer()),
+                                               builder.GetSize()),
+                              &sealed, &value);
+          if (!inner.ok()) return false;
+          batch.Put(Handle(ColumnFamily::kTasks), key, AsSlice(value));
+        }
+        for (IndexEntry& e : IndexEntriesOf(state)) {
+          want[std::move(e.key)] = std::move(e.value);
+        }
+        return true;
+      },
+      nullptr);
+  if (!s.ok()) return s;
+  if (!inner.ok()) return inner;
+  rocksdb::ColumnFamilyHandle* index = Handle(ColumnFamily::kIndex);
+  s = ScanLocked(
+      ColumnFamily::kIndex, "", "",
+      [&](std::string_view key, std::string_view value) {
+        auto it = want.find(std::string(key));
+        if (it == want.end()) {
+          batch.SingleDelete(index, AsSlice(key));
+        } else {
+          if (it->second != value) {
+            batch.SingleDelete(index, AsSlice(key));
+            batch.Put(index, AsSlice(key), it->second);
+          }
+          want.erase(it);
+        }
+        return true;
+      },
+      nullptr);
+  if (!s.ok()) return s;
+  for (const auto& [key, value] : want) batch.Put(index, key, value);
   rocksdb::WriteOptions wo;
   wo.sync = options_.durability == Durability::kSync;
-  return FromRocks(db_->Write(wo, &batch), "repairing indexes");
+  return FromRocks(db_->Write(wo, &batch), "repairing the index");
 }
 
-// A quarantined record's status and type were unknown, so the counts may be
-// off: count again from the records.
+// A set-aside task's status and type were unknown, so the counts may be
+// off: count again from the states.
 Status TaskStore::RebuildCounts() {
   std::array<uint64_t, kTaskStatusCount> counts{};
   TypeCounts type_counts;
-  std::string scratch;
-  Status s = ForEachRecordLocked([&](TaskId id, std::string_view bytes) {
-    const fb::TaskRecord* table = nullptr;
-    bytes = AlignedRecordBytes(bytes, &scratch);
-    if (VerifyRecord(id, bytes, &table).ok()) {
-      auto status = static_cast<size_t>(table->status());
-      counts[status]++;
-      type_counts[table->type()->str()][status]++;
-    }
-    return Status::OK();
-  });
+  Status s = ScanTasksLocked(
+      ColumnFamily::kTasks, 0,
+      [&](TaskId id, TaskBytes& task, const Status& opened) {
+        if (opened.ok() && task.Verify(id).ok()) {
+          auto status = static_cast<size_t>(task.view().state->status());
+          counts[status]++;
+          type_counts[std::string(TypeOf(task.view()))][status]++;
+        }
+        return true;
+      },
+      nullptr);
   if (!s.ok()) return s;
   rocksdb::WriteBatch batch;
-  for (size_t i = 0; i < kTaskStatusCount; ++i) {
-    batch.Put(Handle(ColumnFamily::kMeta), CountKey(i), BigEndian64(counts[i]));
-  }
+  WriterStateValue writer{committed_batches_, next_sequence_, reserved_ids_,
+                          counts};
+  batch.Put(Handle(ColumnFamily::kMeta), kMetaWriterState,
+            EncodeWriterState(writer));
   batch.DeleteRange(Handle(ColumnFamily::kMeta), kTypeCountPrefix,
                     PrefixSuccessor(kTypeCountPrefix));
   for (const auto& [type, by_status] : type_counts) {
-    for (size_t i = 0; i < kTaskStatusCount; ++i) {
-      if (by_status[i] == 0) continue;
-      batch.Put(Handle(ColumnFamily::kMeta),
-                TypeCountKey(type, static_cast<TaskStatus>(i)),
-                BigEndian64(by_status[i]));
-    }
+    batch.Put(Handle(ColumnFamily::kMeta), TypeCountKey(type),
+              EncodeCounts(by_status));
   }
   batch.Delete(Handle(ColumnFamily::kMeta), kMetaCountsDirty);
   rocksdb::WriteOptions wo;
@@ -508,24 +710,98 @@ Status TaskStore::RebuildCounts() {
   return Status::OK();
 }
 
-Status TaskStore::GetRaw(TaskId id, std::string* bytes,
-                         const rocksdb::Snapshot* snapshot) const {
+// ---- Reads ----
+
+Status TaskStore::GetTask(TaskId id, TaskBytes* task,
+                          const rocksdb::Snapshot* snapshot) const {
   std::shared_lock<std::shared_mutex> lock(db_mutex_);
   if (!db_) return StoreClosed(options_.path);
-  return GetRawLocked(id, bytes, snapshot);
+  Status opened;
+  Status s = GetTaskLocked(ColumnFamily::kTasks, id, task, snapshot, &opened);
+  return s.ok() ? opened : s;
 }
 
-Status TaskStore::GetRawLocked(TaskId id, std::string* bytes,
-                               const rocksdb::Snapshot* snapshot) const {
+Status TaskStore::GetTaskLocked(ColumnFamily family, TaskId id, TaskBytes* task,
+                                const rocksdb::Snapshot* snapshot,
+                                Status* opened) const {
+  task->Clear();
+  *opened = Status::OK();
   rocksdb::ReadOptions ro;
   ro.snapshot = snapshot;
-  rocksdb::Status rs =
-      db_->Get(ro, Handle(ColumnFamily::kTasks), TaskKey(id), bytes);
-  if (rs.IsNotFound()) {
-    return Status::NotFound("task " + std::to_string(id) + " does not exist");
+  // The spec and the state in one batched lookup; the failure history, when
+  // the state says there is one, with a short scan after them.
+  std::string keys[2] = {SpecKey(id), StateKey(id)};
+  rocksdb::Slice slices[2] = {keys[0], keys[1]};
+  rocksdb::PinnableSlice values[2];
+  rocksdb::Status statuses[2];
+  db_->MultiGet(ro, Handle(family), 2, slices, values, statuses);
+  std::string* targets[2] = {task->mutable_spec(), task->mutable_state()};
+  for (int i = 0; i < 2; ++i) {
+    if (statuses[i].IsNotFound()) continue;
+    if (!statuses[i].ok()) {
+      return FromRocks(statuses[i], "reading " + TaskValueName(keys[i]));
+    }
+    targets[i]->assign(values[i].data(), values[i].size());
+    if (i == 0) {
+      task->set_has_spec();
+    } else {
+      task->set_has_state();
+    }
+    Status s = OpenValue(keys[i], targets[i]);
+    if (!s.ok() && opened->ok()) *opened = s;
   }
-  if (rs.ok() && encrypted()) return OpenRecord(id, bytes);
-  return FromRocks(rs, "reading task " + std::to_string(id));
+  if (!task->has_spec() && !task->has_state()) return TaskMissing(id);
+  const fb::TaskState* state = nullptr;
+  if (!task->has_state() || !opened->ok() ||
+      !VerifyState(id, task->state(), &state).ok() ||
+      state->failures_total() == 0) {
+    return Status::OK();
+  }
+  uint32_t total = state->failures_total();
+  uint32_t first = total > kMaxFailureHistory ? total - kMaxFailureHistory : 0;
+  std::string prefix = TaskPrefix(id);
+  prefix.push_back(static_cast<char>(TaskValueKind::kFailure));
+  return ScanLocked(
+      family, prefix, FailureKey(id, first),
+      [&](std::string_view key, std::string_view value) {
+        std::string* failure = task->AddFailure();
+        failure->assign(value);
+        Status s = OpenValue(key, failure);
+        if (!s.ok() && opened->ok()) *opened = s;
+        return true;
+      },
+      snapshot);
+}
+
+Status TaskStore::GetSpec(TaskId id, std::string* bytes,
+                          const rocksdb::Snapshot* snapshot) const {
+  std::shared_lock<std::shared_mutex> lock(db_mutex_);
+  if (!db_) return StoreClosed(options_.path);
+  return GetSpecLocked(id, bytes, snapshot);
+}
+
+Status TaskStore::GetSpecLocked(TaskId id, std::string* bytes,
+                                const rocksdb::Snapshot* snapshot) const {
+  std::string key = SpecKey(id);
+  Status s = GetStoredLocked(ColumnFamily::kTasks, key, bytes, snapshot);
+  if (s.IsNotFound()) return TaskMissing(id);
+  if (!s.ok()) return s;
+  return OpenValue(key, bytes);
+}
+
+Status TaskStore::ReadState(TaskId id, StateRecord* state) const {
+  std::string key = StateKey(id);
+  std::string bytes;
+  Status s;
+  {
+    std::shared_lock<std::shared_mutex> lock(db_mutex_);
+    if (!db_) return StoreClosed(options_.path);
+    s = GetStoredLocked(ColumnFamily::kTasks, key, &bytes, nullptr);
+  }
+  if (s.IsNotFound()) return TaskMissing(id);
+  if (s.ok()) s = OpenValue(key, &bytes);
+  if (s.ok()) s = DecodeState(id, bytes, state);
+  return s;
 }
 
 Status TaskStore::GetEntry(ColumnFamily family, std::string_view key,
@@ -541,10 +817,22 @@ Status TaskStore::GetEntryLocked(ColumnFamily family, std::string_view key,
                                  const rocksdb::Snapshot* snapshot) const {
   rocksdb::ReadOptions ro;
   ro.snapshot = snapshot;
-  rocksdb::Status rs = db_->Get(ro, Handle(family),
-                                rocksdb::Slice(key.data(), key.size()), value);
+  rocksdb::Status rs = db_->Get(ro, Handle(family), AsSlice(key), value);
   if (rs.IsNotFound()) return Status::NotFound(ColumnFamilyName(family));
   return FromRocks(rs, std::string("reading ") + ColumnFamilyName(family));
+}
+
+Status TaskStore::GetStoredLocked(ColumnFamily family, std::string_view key,
+                                  std::string* bytes,
+                                  const rocksdb::Snapshot* snapshot) const {
+  rocksdb::ReadOptions ro;
+  ro.snapshot = snapshot;
+  rocksdb::Status rs = db_->Get(ro, Handle(family), AsSlice(key), bytes);
+  if (rs.IsNotFound()) {
+    return Status::NotFound(TaskValueName(key) + " is not in " +
+                            ColumnFamilyName(family));
+  }
+  return FromRocks(rs, "reading " + TaskValueName(key));
 }
 
 Status TaskStore::Scan(ColumnFamily family, std::string_view prefix,
@@ -567,25 +855,74 @@ Status TaskStore::ScanLocked(ColumnFamily family, std::string_view prefix,
   if (!upper.empty()) ro.iterate_upper_bound = &upper_slice;
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, Handle(family)));
   std::string_view from = start > prefix ? start : prefix;
-  // Records are opened for the visitor; one that cannot be is skipped, as
-  // lists skip it (GetRaw names it).
-  bool open_records = family == ColumnFamily::kTasks && encrypted();
-  std::string opened;
-  for (it->Seek(rocksdb::Slice(from.data(), from.size())); it->Valid();
-       it->Next()) {
-    std::string_view key(it->key().data(), it->key().size());
+  for (it->Seek(AsSlice(from)); it->Valid(); it->Next()) {
+    std::string_view key = AsView(it->key());
     if (key.substr(0, prefix.size()) != prefix) break;
-    std::string_view value(it->value().data(), it->value().size());
-    TaskId id = 0;
-    if (open_records) {
-      opened.assign(value);
-      if (!DecodeTaskKey(key, &id) || !OpenRecord(id, &opened).ok()) continue;
-      value = opened;
-    }
-    if (!visit(key, value)) break;
+    if (!visit(key, AsView(it->value()))) break;
   }
   return FromRocks(it->status(),
                    std::string("scanning ") + ColumnFamilyName(family));
+}
+
+Status TaskStore::ScanTasks(ColumnFamily family, TaskId from,
+                            const TaskVisitor& visit,
+                            const rocksdb::Snapshot* snapshot) const {
+  std::shared_lock<std::shared_mutex> lock(db_mutex_);
+  if (!db_) return StoreClosed(options_.path);
+  return ScanTasksLocked(family, from, visit, snapshot);
+}
+
+Status TaskStore::ScanTasksLocked(ColumnFamily family, TaskId from,
+                                  const TaskVisitor& visit,
+                                  const rocksdb::Snapshot* snapshot) const {
+  if (family != ColumnFamily::kTasks && family != ColumnFamily::kCorrupt) {
+    return Status::InvalidArgument("only tasks and corrupt hold tasks");
+  }
+  TaskBytes task;
+  TaskId current = 0;
+  bool have = false;
+  bool stopped = false;
+  Status opened;
+  auto emit = [&] {
+    if (have && !visit(current, task, opened)) stopped = true;
+    have = false;
+    task.Clear();
+    opened = Status::OK();
+    return !stopped;
+  };
+  Status s = ScanLocked(
+      family, "", TaskPrefix(from),
+      [&](std::string_view key, std::string_view value) {
+        TaskId id = 0;
+        TaskValueKind kind;
+        uint32_t number = 0;
+        if (!DecodeTaskKey(key, &id, &kind, &number)) return true;
+        if (have && id != current && !emit()) return false;
+        current = id;
+        have = true;
+        std::string* target = nullptr;
+        switch (kind) {
+          case TaskValueKind::kSpec:
+            target = task.mutable_spec();
+            task.set_has_spec();
+            break;
+          case TaskValueKind::kState:
+            target = task.mutable_state();
+            task.set_has_state();
+            break;
+          case TaskValueKind::kFailure:
+            target = task.AddFailure();
+            break;
+        }
+        target->assign(value);
+        Status o = OpenValue(key, target);
+        if (!o.ok() && opened.ok()) opened = o;
+        return true;
+      },
+      snapshot);
+  if (!s.ok()) return s;
+  if (!stopped) emit();
+  return Status::OK();
 }
 
 TaskStore::ReadView::ReadView(const TaskStore* store,
@@ -598,9 +935,12 @@ TaskStore::ReadView::~ReadView() {
   if (snapshot_ != nullptr) store_->db_->ReleaseSnapshot(snapshot_);
 }
 
-Status TaskStore::ReadView::GetRaw(TaskId id, std::string* bytes) const {
+Status TaskStore::ReadView::GetTask(TaskId id, TaskBytes* task) const {
   if (snapshot_ == nullptr) return StoreClosed(store_->options_.path);
-  return store_->GetRawLocked(id, bytes, snapshot_);
+  Status opened;
+  Status s =
+      store_->GetTaskLocked(ColumnFamily::kTasks, id, task, snapshot_, &opened);
+  return s.ok() ? opened : s;
 }
 
 Status TaskStore::ReadView::GetEntry(ColumnFamily family, std::string_view key,
@@ -616,34 +956,27 @@ Status TaskStore::ReadView::Scan(ColumnFamily family, std::string_view prefix,
   return store_->ScanLocked(family, prefix, start, visit, snapshot_);
 }
 
+Status TaskStore::ReadView::ScanTasks(ColumnFamily family, TaskId from,
+                                      const TaskVisitor& visit) const {
+  if (snapshot_ == nullptr) return StoreClosed(store_->options_.path);
+  return store_->ScanTasksLocked(family, from, visit, snapshot_);
+}
+
 Status TaskStore::ReadView::CountByStatus(
     std::array<uint64_t, kTaskStatusCount>* counts) const {
-  if (snapshot_ == nullptr) return StoreClosed(store_->options_.path);
-  rocksdb::ReadOptions ro;
-  ro.snapshot = snapshot_;
-  std::vector<rocksdb::ColumnFamilyHandle*> families(
-      kTaskStatusCount, store_->Handle(ColumnFamily::kMeta));
-  std::vector<std::string> key_storage;
-  std::vector<rocksdb::Slice> keys;
-  key_storage.reserve(kTaskStatusCount);
-  for (size_t i = 0; i < kTaskStatusCount; ++i) {
-    key_storage.push_back(CountKey(i));
+  std::string value;
+  Status s = GetEntry(ColumnFamily::kMeta, kMetaWriterState, &value);
+  if (s.IsNotFound()) {
+    counts->fill(0);
+    return Status::OK();
   }
-  for (const auto& k : key_storage) keys.emplace_back(k);
-  std::vector<std::string> values;
-  std::vector<rocksdb::Status> statuses =
-      store_->db_->MultiGet(ro, families, keys, &values);
-  for (size_t i = 0; i < kTaskStatusCount; ++i) {
-    if (statuses[i].IsNotFound()) {
-      (*counts)[i] = 0;
-    } else if (!statuses[i].ok()) {
-      return FromRocks(statuses[i], "reading counts");
-    } else if (values[i].size() != 8) {
-      return Status::Corruption("meta " + key_storage[i] + " is malformed");
-    } else {
-      (*counts)[i] = GetBigEndian64(values[i].data());
-    }
+  if (!s.ok()) return s;
+  WriterStateValue writer;
+  if (!DecodeWriterState(value, &writer)) {
+    return Status::Corruption(std::string("meta ") + kMetaWriterState +
+                              " is malformed");
   }
+  *counts = writer.counts;
   return Status::OK();
 }
 
@@ -653,12 +986,9 @@ Status TaskStore::ReadView::CountByType(TypeCounts* counts) const {
       ColumnFamily::kMeta, kTypeCountPrefix, "",
       [&](std::string_view key, std::string_view value) {
         std::string_view type;
-        TaskStatus status;
-        if (DecodeTypeCountKey(key, &type, &status) && value.size() == 8) {
-          uint64_t n = GetBigEndian64(value.data());
-          if (n != 0) {
-            (*counts)[std::string(type)][static_cast<size_t>(status)] = n;
-          }
+        StatusCountArray by_status;
+        if (DecodeTypeCountKey(key, &type) && GetCounts(&value, &by_status)) {
+          (*counts)[std::string(type)] = by_status;
         }
         return true;
       });
@@ -669,218 +999,301 @@ std::unique_ptr<TaskStore::ReadView> TaskStore::NewReadView() const {
       new ReadView(this, std::shared_lock<std::shared_mutex>(db_mutex_)));
 }
 
-Status TaskStore::ForEachIndexEntry(
-    ColumnFamily family,
+Status TaskStore::ForEachEntry(
+    ColumnFamily family, std::string_view prefix,
     const std::function<Status(std::string_view, std::string_view)>& fn) const {
   Status inner;
-  Status s = Scan(family, "", "", [&](std::string_view k, std::string_view v) {
-    inner = fn(k, v);
-    return inner.ok();
-  });
-  return inner.ok() ? s : inner;
-}
-
-Status TaskStore::ForEachRecord(
-    const std::function<Status(TaskId, std::string_view)>& fn) const {
-  std::shared_lock<std::shared_mutex> lock(db_mutex_);
-  if (!db_) return StoreClosed(options_.path);
-  return ForEachRecordLocked(fn);
-}
-
-Status TaskStore::ForEachRecordLocked(
-    const std::function<Status(TaskId, std::string_view)>& fn) const {
-  Status inner;
-  Status s = ScanLocked(
-      ColumnFamily::kTasks, "", "",
-      [&](std::string_view key, std::string_view value) {
-        TaskId id = 0;
-        if (!DecodeTaskKey(key, &id)) {
-          inner = Status::Corruption("tasks family holds a malformed key");
-        } else {
-          inner = fn(id, value);
-        }
+  Status s =
+      Scan(family, prefix, "", [&](std::string_view k, std::string_view v) {
+        inner = fn(k, v);
         return inner.ok();
-      },
-      nullptr);
+      });
   return inner.ok() ? s : inner;
 }
+
+// ---- Commit ----
 
 namespace {
 
-bool SameSlot(const IndexEntry& a, const IndexEntry& b) {
-  return a.family == b.family && a.key == b.key;
+// One change to the index, gathered so that a batch's index writes go in
+// key order (see Commit).
+struct IndexOp {
+  std::string key;
+  std::string value;
+  bool remove = false;
+};
+
+// The index changes that turn `before`'s entries into `after`'s. Index
+// entries are put once while absent and removed once while present: the
+// contract of SingleDelete, whose tombstone vanishes when it meets its put,
+// even in a flush, so a consumed queue leaves no tombstones behind.
+void DiffIndex(const std::vector<IndexEntry>& before,
+               const std::vector<IndexEntry>& after,
+               std::vector<IndexOp>* ops) {
+  for (const IndexEntry& old_entry : before) {
+    auto same = std::find_if(after.begin(), after.end(), [&](const auto& e) {
+      return e.key == old_entry.key;
+    });
+    if (same == after.end()) {
+      ops->push_back({old_entry.key, "", true});
+    } else if (same->value != old_entry.value) {
+      // SingleDelete allows one put per key between deletes.
+      ops->push_back({old_entry.key, "", true});
+      ops->push_back({same->key, same->value, false});
+    }
+  }
+  for (const IndexEntry& new_entry : after) {
+    bool existed =
+        std::any_of(before.begin(), before.end(),
+                    [&](const auto& e) { return e.key == new_entry.key; });
+    if (!existed) ops->push_back({new_entry.key, new_entry.value, false});
+  }
 }
 
 }  // namespace
+
+const StateRecord* TaskStore::CachedState(TaskId id) const {
+  return states_.Find(id);
+}
 
 Status TaskStore::Commit(WriteTxn* txn) {
   std::shared_lock<std::shared_mutex> lock(db_mutex_);
   if (!db_) return StoreClosed(options_.path);
   rocksdb::WriteBatch batch;
+  rocksdb::ColumnFamilyHandle* tasks = Handle(ColumnFamily::kTasks);
+  rocksdb::ColumnFamilyHandle* meta = Handle(ColumnFamily::kMeta);
   auto counts = counts_;
   // Changed per-type counts, as deltas, applied only if the write succeeds.
   std::map<std::string, std::array<int64_t, kTaskStatusCount>> type_deltas;
-  auto count = [&](const TaskRecord& record, int delta) {
-    auto status = static_cast<size_t>(record.status);
+  auto count = [&](const StateRecord& state, int delta) {
+    auto status = static_cast<size_t>(state.status);
     uint64_t& c = counts[status];
     if (delta > 0 || c > 0) c += delta;  // never wrap; a rebuild fixes drift
-    type_deltas[record.type][status] += delta;
+    type_deltas[state.type][status] += delta;
   };
-  auto put_index = [&](const IndexEntry& e) {
-    batch.Put(Handle(e.family), e.key, e.value);
-  };
-  auto delete_index = [&](const IndexEntry& e) {
-    batch.SingleDelete(Handle(e.family), e.key);
+  std::vector<IndexOp> index_ops;
+  std::string sealed;
+  auto put_value = [&](rocksdb::ColumnFamilyHandle* family,
+                       const std::string& key, std::string_view plain) {
+    std::string_view value;
+    Status s = StoredValue(key, plain, &sealed, &value);
+    if (s.ok()) batch.Put(family, key, AsSlice(value));
+    return s;
   };
 
-  // Records back from `corrupt`. The index entries they had when set aside
+  // Values sealed again under the current key, as committed: first, so
+  // that whatever the batch stages for the same task (a transition, a
+  // deletion, setting it aside or taking it back) comes after them and wins.
+  for (const auto& [id, set_aside] : txn->resealed_) {
+    ColumnFamily family =
+        set_aside ? ColumnFamily::kCorrupt : ColumnFamily::kTasks;
+    Status inner;
+    Status s = ScanLocked(
+        family, TaskPrefix(id), "",
+        [&](std::string_view key, std::string_view value) {
+          std::string plain(value);
+          inner = OpenValue(key, &plain);
+          if (inner.ok())
+            inner = put_value(Handle(family), std::string(key), plain);
+          return inner.ok();
+        },
+        nullptr);
+    if (!s.ok()) return s;
+    if (!inner.ok()) return inner;
+  }
+
+  // Tasks back from `corrupt`. The index entries they had when set aside
   // may still be there (the next open drops them): they go first, so that
-  // the entries put below are the only ones.
-  for (const TaskRecord& stored : txn->reinstated_) {
-    for (const IndexEntry& e : IndexEntriesOf(stored, tagger())) {
+  // the entries put below are the only ones. Their spec and failures move
+  // back as stored.
+  for (const StateRecord& stored : txn->reinstated_) {
+    for (const IndexEntry& e : IndexEntriesOf(stored)) {
       std::string value;
-      Status s = GetEntryLocked(e.family, e.key, &value, nullptr);
+      Status s = GetEntryLocked(ColumnFamily::kIndex, e.key, &value, nullptr);
       if (s.ok()) {
-        delete_index(e);
+        index_ops.push_back({e.key, "", true});
       } else if (!s.IsNotFound()) {
         return s;
       }
     }
-    batch.Delete(Handle(ColumnFamily::kCorrupt), TaskKey(stored.id));
+    Status s = ScanLocked(
+        ColumnFamily::kCorrupt, TaskPrefix(stored.id), "",
+        [&](std::string_view key, std::string_view value) {
+          batch.Delete(Handle(ColumnFamily::kCorrupt), AsSlice(key));
+          TaskId id;
+          TaskValueKind kind;
+          uint32_t number;
+          if (DecodeTaskKey(key, &id, &kind, &number) &&
+              kind != TaskValueKind::kState) {
+            batch.Put(tasks, AsSlice(key), AsSlice(value));
+          }
+          return true;
+        },
+        nullptr);
+    if (!s.ok()) return s;
     // It may still be counted from before it was set aside.
-    batch.Put(Handle(ColumnFamily::kMeta), kMetaCountsDirty, "");
+    batch.Put(meta, kMetaCountsDirty, "");
   }
 
-  flatbuffers::FlatBufferBuilder builder(1024);
-  std::string sealed;
-  for (const auto& [id, entry] : txn->entries_) {
+  // In id order, so that the memtable inserts of a batch go forward.
+  std::vector<TaskId> ids = txn->order_;
+  std::sort(ids.begin(), ids.end());
+  flatbuffers::FlatBufferBuilder builder(512);
+  auto encoded = [&builder] {
+    return std::string_view(
+        reinterpret_cast<const char*>(builder.GetBufferPointer()),
+        builder.GetSize());
+  };
+  for (TaskId id : ids) {
+    const WriteTxn::Entry& entry = txn->entries_.at(id);
     std::vector<IndexEntry> before;
     std::vector<IndexEntry> after;
     if (entry.before) {
-      before = IndexEntriesOf(*entry.before, tagger());
+      before = IndexEntriesOf(*entry.before);
       count(*entry.before, -1);
     }
     if (entry.after) {
-      after = IndexEntriesOf(*entry.after, tagger());
+      after = IndexEntriesOf(*entry.after);
       count(*entry.after, +1);
     }
-    for (const IndexEntry& old_entry : before) {
-      auto same = std::find_if(after.begin(), after.end(), [&](const auto& e) {
-        return SameSlot(e, old_entry);
-      });
-      if (same == after.end()) {
-        delete_index(old_entry);
-      } else if (same->value != old_entry.value) {
-        // SingleDelete allows one put per key between deletes.
-        delete_index(old_entry);
-        put_index(*same);
+    DiffIndex(before, after, &index_ops);
+    Status s;
+    if (entry.after) {
+      if (entry.spec) {
+        EncodeSpec(*entry.spec, &builder);
+        s = put_value(tasks, SpecKey(id), encoded());
+      }
+      if (s.ok()) {
+        EncodeState(*entry.after, &builder);
+        s = put_value(tasks, StateKey(id), encoded());
+      }
+      uint32_t number = entry.failures_before;
+      for (size_t i = 0; s.ok() && i < entry.failures.size(); ++i, ++number) {
+        EncodeFailure(entry.failures[i], &builder);
+        s = put_value(tasks, FailureKey(id, number), encoded());
+        if (number >= kMaxFailureHistory) {
+          batch.Delete(tasks, FailureKey(id, number - kMaxFailureHistory));
+        }
+      }
+    } else if (entry.before) {
+      batch.Delete(tasks, SpecKey(id));
+      batch.Delete(tasks, StateKey(id));
+      uint32_t total = entry.before->failures_total;
+      uint32_t first =
+          total > kMaxFailureHistory ? total - kMaxFailureHistory : 0;
+      for (uint32_t n = first; n < total; ++n) {
+        batch.Delete(tasks, FailureKey(id, n));
       }
     }
-    for (const IndexEntry& new_entry : after) {
-      bool existed =
-          std::any_of(before.begin(), before.end(),
-                      [&](const auto& e) { return SameSlot(e, new_entry); });
-      if (!existed) put_index(new_entry);
-    }
-    if (entry.after) {
-      EncodeRecord(*entry.after, &builder);
-      std::string_view value;
-      Status s = StoredValue(id,
-                             std::string_view(reinterpret_cast<const char*>(
-                                                  builder.GetBufferPointer()),
-                                              builder.GetSize()),
-                             &sealed, &value);
-      if (!s.ok()) return s;
-      batch.Put(Handle(ColumnFamily::kTasks), TaskKey(id),
-                rocksdb::Slice(value.data(), value.size()));
-    } else if (entry.before) {
-      batch.Delete(Handle(ColumnFamily::kTasks), TaskKey(id));
-    }
+    if (!s.ok()) return s;
   }
 
   for (auto& [id, known] : txn->quarantined_) {
-    // As stored: a sealed record stays sealed. Plaintext bytes (accepted
+    // As stored: a sealed value stays sealed. Plaintext bytes (accepted
     // from before encryption) are sealed on the way, so that the copy does
     // not outlive the original in plaintext.
-    std::string bytes;
-    Status s = GetStoredLocked(ColumnFamily::kTasks, id, &bytes, nullptr);
-    if (s.ok() && encrypted() && !IsSealed(bytes)) {
-      std::string_view value;
-      s = StoredValue(id, std::string(bytes), &bytes, &value);
-    }
-    if (s.ok()) {
-      batch.Put(Handle(ColumnFamily::kCorrupt), TaskKey(id), bytes);
-      batch.Delete(Handle(ColumnFamily::kTasks), TaskKey(id));
-    } else if (!s.IsNotFound()) {
-      return s;
-    }
-    for (const IndexEntry& e : known) delete_index(e);
-    batch.Put(Handle(ColumnFamily::kMeta), kMetaCountsDirty, "");
-  }
-
-  for (const auto& [id, bytes] : txn->resealed_) {
-    std::string_view value;
-    Status s = StoredValue(id, bytes, &sealed, &value);
+    Status inner;
+    Status s = ScanLocked(
+        ColumnFamily::kTasks, TaskPrefix(id), "",
+        [&](std::string_view key, std::string_view value) {
+          std::string aside(value);
+          if (encrypted() && !IsSealed(aside)) {
+            std::string_view sealed_view;
+            inner = StoredValue(key, std::string(value), &aside, &sealed_view);
+            if (!inner.ok()) return false;
+          }
+          batch.Put(Handle(ColumnFamily::kCorrupt), AsSlice(key), aside);
+          batch.Delete(tasks, AsSlice(key));
+          return true;
+        },
+        nullptr);
     if (!s.ok()) return s;
-    batch.Put(Handle(ColumnFamily::kCorrupt), TaskKey(id),
-              rocksdb::Slice(value.data(), value.size()));
+    if (!inner.ok()) return inner;
+    for (const std::string& key : known) index_ops.push_back({key, "", true});
+    batch.Put(meta, kMetaCountsDirty, "");
   }
 
-  for (const auto& [key, value] : txn->meta_) {
-    batch.Put(Handle(ColumnFamily::kMeta), key, value);
+  // Index removals first, then puts: a key may change hands between two
+  // tasks of the batch (a dedup key, a waiting edge), and the new holder's
+  // put must come after the old holder's SingleDelete. A key is removed
+  // once, however many reasons the batch has. Within each pass the changes
+  // keep their order, task by task in id order, so that within each range
+  // (a status and type, a group) ids ascend, as the memtable insert hints
+  // want (IndexFrontTransform).
+  rocksdb::ColumnFamilyHandle* index = Handle(ColumnFamily::kIndex);
+  // Only a task set aside or taken back repeats a removal.
+  const bool may_repeat =
+      !txn->quarantined_.empty() || !txn->reinstated_.empty();
+  std::unordered_set<std::string_view> removed;
+  for (const IndexOp& op : index_ops) {
+    if (op.remove && (!may_repeat || removed.insert(op.key).second)) {
+      batch.SingleDelete(index, op.key);
+    }
   }
+  for (const IndexOp& op : index_ops) {
+    if (!op.remove) batch.Put(index, op.key, op.value);
+  }
+
+  for (const auto& [key, value] : txn->meta_) batch.Put(meta, key, value);
   uint64_t reserved = reserved_ids_;
   if (txn->max_id_ + kIdReservationBlock / 2 >= reserved_ids_) {
     reserved = txn->max_id_ + kIdReservationBlock;
-    batch.Put(Handle(ColumnFamily::kMeta), kMetaReservedIds,
-              BigEndian64(reserved));
   }
-  if (txn->next_sequence_ != next_sequence_) {
-    batch.Put(Handle(ColumnFamily::kMeta), kMetaNextSequence,
-              BigEndian64(txn->next_sequence_));
-  }
-  for (size_t i = 0; i < kTaskStatusCount; ++i) {
-    if (counts[i] != counts_[i]) {
-      batch.Put(Handle(ColumnFamily::kMeta), CountKey(i),
-                BigEndian64(counts[i]));
-    }
-  }
-  // New per-type counts; written only where they changed.
-  std::vector<std::pair<std::string, std::array<uint64_t, kTaskStatusCount>>>
-      type_updates;
+  // New per-type counts, one value per type that changed; a type with no
+  // tasks left loses its entry.
+  std::vector<std::pair<std::string, StatusCountArray>> type_updates;
   for (const auto& [type, deltas] : type_deltas) {
-    auto current = type_counts_.count(type) != 0
-                       ? type_counts_.at(type)
-                       : std::array<uint64_t, kTaskStatusCount>{};
+    auto current = type_counts_.count(type) != 0 ? type_counts_.at(type)
+                                                 : StatusCountArray{};
     auto next = current;
+    bool any = false;
     for (size_t i = 0; i < kTaskStatusCount; ++i) {
-      if (deltas[i] == 0) continue;
       int64_t value = static_cast<int64_t>(current[i]) + deltas[i];
       next[i] = value < 0 ? 0 : static_cast<uint64_t>(value);
-      std::string key = TypeCountKey(type, static_cast<TaskStatus>(i));
-      if (next[i] == 0) {
-        batch.Delete(Handle(ColumnFamily::kMeta), key);
-      } else {
-        batch.Put(Handle(ColumnFamily::kMeta), key, BigEndian64(next[i]));
-      }
+      any |= next[i] != 0;
+    }
+    if (next == current) continue;
+    if (any) {
+      batch.Put(meta, TypeCountKey(type), EncodeCounts(next));
+    } else {
+      batch.Delete(meta, TypeCountKey(type));
     }
     type_updates.emplace_back(type, next);
   }
-
   // Numbered, so that after a failure the writer can tell from the stored
   // number whether this batch reached the disk anyway.
-  batch.Put(Handle(ColumnFamily::kMeta), kMetaCommittedBatches,
-            BigEndian64(committed_batches_ + 1));
+  WriterStateValue writer{committed_batches_ + 1, txn->next_sequence_, reserved,
+                          counts};
+  batch.Put(meta, kMetaWriterState, EncodeWriterState(writer));
 
   rocksdb::WriteOptions wo;
   wo.sync = options_.durability == Durability::kSync;
   Status s = FromRocks(db_->Write(wo, &batch), "committing a write batch");
-  if (!s.ok()) return s;
+  if (!s.ok()) {
+    // The batch may have landed (the sync failed after the write): what
+    // was cached may be stale either way.
+    states_.Clear();
+    return s;
+  }
   ++committed_batches_;
   counts_ = counts;
-  for (auto& [type, next] : type_updates) type_counts_[type] = next;
+  for (auto& [type, next] : type_updates) {
+    if (next == StatusCountArray{}) {
+      type_counts_.erase(type);
+    } else {
+      type_counts_[type] = next;
+    }
+  }
   next_sequence_ = txn->next_sequence_;
   reserved_ids_ = reserved;
+  for (auto& [id, entry] : txn->entries_) {
+    if (entry.after) {
+      states_.Committed(*entry.after);
+    } else {
+      states_.Erase(id);
+    }
+  }
+  for (const auto& [id, known] : txn->quarantined_) states_.Erase(id);
   return Status::OK();
 }
 
@@ -894,126 +1307,226 @@ Status TaskStore::Flush() {
   return FromRocks(db_->Flush(fo, families), "flushing memtables");
 }
 
-Status TaskStore::PutRawForTesting(TaskId id, std::string_view bytes) {
+Status TaskStore::PutRawForTesting(std::string_view key,
+                                   std::string_view bytes) {
   std::shared_lock<std::shared_mutex> lock(db_mutex_);
   if (!db_) return StoreClosed(options_.path);
   rocksdb::WriteOptions wo;
   wo.sync = options_.durability == Durability::kSync;
-  return FromRocks(db_->Put(wo, Handle(ColumnFamily::kTasks), TaskKey(id),
-                            rocksdb::Slice(bytes.data(), bytes.size())),
-                   "writing a raw record");
+  states_.Clear();
+  return FromRocks(
+      db_->Put(wo, Handle(ColumnFamily::kTasks), AsSlice(key), AsSlice(bytes)),
+      "writing a raw value");
 }
+
+// ---- WriteTxn ----
 
 WriteTxn::WriteTxn(TaskStore* store)
     : store_(store), next_sequence_(store->next_sequence_) {}
 
-Status WriteTxn::Get(TaskId id, TaskRecord* record) {
+Status WriteTxn::GetState(TaskId id, StateRecord* state) {
   if (auto it = entries_.find(id); it != entries_.end()) {
-    if (!it->second.after) {
-      return Status::NotFound("task " + std::to_string(id) + " does not exist");
-    }
-    *record = *it->second.after;
+    if (!it->second.after) return TaskMissing(id);
+    *state = *it->second.after;
     return Status::OK();
   }
   if (auto it = reads_.find(id); it != reads_.end()) {
-    *record = it->second;
+    *state = it->second;
     return Status::OK();
   }
-  std::string bytes;
-  Status s = store_->GetRaw(id, &bytes);
+  if (const StateRecord* cached = store_->CachedState(id)) {
+    *state = *cached;
+    reads_.emplace(id, *state);
+    return Status::OK();
+  }
+  Status s = store_->ReadState(id, state);
   if (!s.ok()) return s;
-  s = DecodeRecord(id, bytes, record);
-  if (!s.ok()) return s;
-  reads_.emplace(id, *record);
+  reads_.emplace(id, *state);
   return Status::OK();
 }
 
-void WriteTxn::RestageIndexes(const TaskRecord* previous,
-                              const TaskRecord* next) {
-  if (previous != nullptr) {
-    for (IndexEntry& e : IndexEntriesOf(*previous, store_->tagger())) {
-      index_overlay_[{e.family, std::move(e.key)}] = std::nullopt;
+Status WriteTxn::Prefetch(const std::vector<TaskId>& ids) {
+  std::vector<std::string> keys;
+  std::vector<rocksdb::Slice> slices;
+  keys.reserve(ids.size());
+  for (TaskId id : ids) {
+    if (entries_.count(id) != 0 || reads_.count(id) != 0) continue;
+    keys.push_back(StateKey(id));
+  }
+  if (keys.empty()) return Status::OK();
+  for (const std::string& key : keys) slices.emplace_back(key);
+  std::vector<rocksdb::PinnableSlice> values(keys.size());
+  std::vector<rocksdb::Status> statuses(keys.size());
+  {
+    std::shared_lock<std::shared_mutex> lock(store_->db_mutex_);
+    if (!store_->db_) return StoreClosed(store_->options_.path);
+    store_->db_->MultiGet(rocksdb::ReadOptions(),
+                          store_->Handle(ColumnFamily::kTasks), keys.size(),
+                          slices.data(), values.data(), statuses.data());
+  }
+  std::string bytes;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (statuses[i].IsNotFound()) continue;
+    if (!statuses[i].ok()) {
+      return FromRocks(statuses[i], "reading " + TaskValueName(keys[i]));
+    }
+    TaskId id = 0;
+    TaskValueKind kind;
+    uint32_t number = 0;
+    if (!DecodeTaskKey(keys[i], &id, &kind, &number)) continue;
+    bytes.assign(values[i].data(), values[i].size());
+    StateRecord state;
+    if (store_->OpenValue(keys[i], &bytes).ok() &&
+        DecodeState(id, bytes, &state).ok()) {
+      reads_.emplace(id, std::move(state));
     }
   }
-  if (next != nullptr) {
-    for (IndexEntry& e : IndexEntriesOf(*next, store_->tagger())) {
-      index_overlay_[{e.family, std::move(e.key)}] = std::move(e.value);
+  return Status::OK();
+}
+
+void WriteTxn::RestageIndexes(const StateRecord* previous,
+                              const StateRecord* next) {
+  if (previous != nullptr &&
+      (!previous->stored_group.empty() || !previous->stored_dedup_key.empty() ||
+       previous->status == TaskStatus::kWaiting)) {
+    for (IndexEntry& e : IndexEntriesOf(*previous)) {
+      if (IsOverlaid(e.key)) index_overlay_[std::move(e.key)] = std::nullopt;
+    }
+  }
+  if (next != nullptr &&
+      (!next->stored_group.empty() || !next->stored_dedup_key.empty() ||
+       next->status == TaskStatus::kWaiting)) {
+    for (IndexEntry& e : IndexEntriesOf(*next)) {
+      if (IsOverlaid(e.key)) {
+        index_overlay_[std::move(e.key)] = std::move(e.value);
+      }
     }
   }
 }
 
-void WriteTxn::Insert(TaskRecord record) {
-  TaskId id = record.id;
+WriteTxn::Entry& WriteTxn::Stage(TaskId id, std::optional<StateRecord> before) {
+  order_.push_back(id);
+  Entry& entry = entries_[id];
+  entry.before = std::move(before);
+  if (entry.before) {
+    entry.failures_before = entry.before->failures_total;
+    --staged_counts_[static_cast<size_t>(entry.before->status)];
+  }
+  return entry;
+}
+
+void WriteTxn::Insert(SpecRecord spec, StateRecord state) {
+  TaskId id = state.id;
   NoteId(id);
-  RestageIndexes(nullptr, &record);
-  order_.push_back(id);
-  entries_[id] = Entry{std::nullopt, std::move(record)};
+  RestageIndexes(nullptr, &state);
+  Entry& entry = Stage(id, std::nullopt);
+  ++staged_counts_[static_cast<size_t>(state.status)];
+  entry.spec = std::move(spec);
+  entry.failures = std::move(state.new_failures);
+  state.new_failures.clear();
+  entry.after = std::move(state);
 }
 
-void WriteTxn::Update(TaskRecord record) {
-  TaskId id = record.id;
+void WriteTxn::Update(StateRecord state) {
+  TaskId id = state.id;
+  Entry* entry = nullptr;
   if (auto it = entries_.find(id); it != entries_.end()) {
-    RestageIndexes(it->second.after ? &*it->second.after : nullptr, &record);
-    it->second.after = std::move(record);
-    return;
+    entry = &it->second;
+    RestageIndexes(entry->after ? &*entry->after : nullptr, &state);
+    if (entry->after) {
+      --staged_counts_[static_cast<size_t>(entry->after->status)];
+    }
+  } else {
+    auto read = reads_.find(id);
+    assert(read != reads_.end() && "Update requires a prior GetState");
+    RestageIndexes(&read->second, &state);
+    StateRecord before = std::move(read->second);
+    reads_.erase(read);
+    entry = &Stage(id, std::move(before));
   }
-  auto read = reads_.find(id);
-  assert(read != reads_.end() && "Update requires a prior Get");
-  RestageIndexes(&read->second, &record);
-  Entry entry{std::move(read->second), std::move(record)};
-  reads_.erase(read);
-  order_.push_back(id);
-  entries_.emplace(id, std::move(entry));
+  ++staged_counts_[static_cast<size_t>(state.status)];
+  for (FailureEntry& f : state.new_failures) {
+    entry->failures.push_back(std::move(f));
+  }
+  state.new_failures.clear();
+  entry->after = std::move(state);
 }
 
 void WriteTxn::Delete(TaskId id) {
   if (auto it = entries_.find(id); it != entries_.end()) {
-    RestageIndexes(it->second.after ? &*it->second.after : nullptr, nullptr);
-    it->second.after.reset();
+    Entry& entry = it->second;
+    RestageIndexes(entry.after ? &*entry.after : nullptr, nullptr);
+    if (entry.after) {
+      --staged_counts_[static_cast<size_t>(entry.after->status)];
+    }
+    entry.after.reset();
+    entry.spec.reset();
+    entry.failures.clear();
     return;
   }
   auto read = reads_.find(id);
-  assert(read != reads_.end() && "Delete requires a prior Get");
+  assert(read != reads_.end() && "Delete requires a prior GetState");
   RestageIndexes(&read->second, nullptr);
-  Entry entry{std::move(read->second), std::nullopt};
+  StateRecord before = std::move(read->second);
   reads_.erase(read);
-  order_.push_back(id);
-  entries_.emplace(id, std::move(entry));
+  Stage(id, std::move(before));
 }
 
-void WriteTxn::Quarantine(TaskId id, std::vector<IndexEntry> known) {
+void WriteTxn::Quarantine(TaskId id, std::vector<std::string> known) {
+  // Gone for the rest of the transaction: a later GetState finds it
+  // missing, and nothing staged for it is written.
+  if (entries_.count(id) != 0 || reads_.count(id) != 0) {
+    Delete(id);
+  } else {
+    Stage(id, std::nullopt);
+  }
   quarantined_.emplace_back(id, std::move(known));
 }
 
-void WriteTxn::Reinstate(TaskRecord record, TaskRecord as_stored) {
+void WriteTxn::Reinstate(StateRecord state, StateRecord as_stored) {
+  TaskId id = state.id;
   reinstated_.push_back(std::move(as_stored));
-  Insert(std::move(record));
+  RestageIndexes(nullptr, &state);
+  Entry& entry = Stage(id, std::nullopt);
+  ++staged_counts_[static_cast<size_t>(state.status)];
+  // The failures it gained on the way back (an interrupted attempt) go
+  // after those it had when set aside, which move back as stored.
+  entry.failures_before = state.failures_total -
+                          static_cast<uint32_t>(std::min<size_t>(
+                              state.new_failures.size(), state.failures_total));
+  entry.failures = std::move(state.new_failures);
+  state.new_failures.clear();
+  entry.after = std::move(state);
 }
 
-void WriteTxn::ResealSetAside(TaskId id, std::string bytes) {
-  resealed_.emplace_back(id, std::move(bytes));
+void WriteTxn::Reseal(TaskId id, bool set_aside) {
+  resealed_.emplace_back(id, set_aside);
 }
 
-Status WriteTxn::GetIndex(ColumnFamily family, std::string_view key,
-                          std::string* value) {
-  auto it = index_overlay_.find({family, std::string(key)});
+uint64_t WriteTxn::MayHave(TaskStatus status) const {
+  int64_t n = static_cast<int64_t>(store_->CountOf(status)) +
+              std::max<int64_t>(staged_counts_[static_cast<size_t>(status)], 0);
+  return static_cast<uint64_t>(n);
+}
+
+Status WriteTxn::GetIndex(std::string_view key, std::string* value) {
+  auto it = index_overlay_.find(std::string(key));
   if (it != index_overlay_.end()) {
-    if (!it->second) return Status::NotFound(ColumnFamilyName(family));
+    if (!it->second) return Status::NotFound("index");
     *value = *it->second;
     return Status::OK();
   }
-  return store_->GetEntry(family, key, value);
+  return store_->GetEntry(ColumnFamily::kIndex, key, value);
 }
 
-Status WriteTxn::ScanIndex(ColumnFamily family, std::string_view prefix,
-                           std::string_view start, const IndexVisitor& visit) {
+Status WriteTxn::ScanIndex(std::string_view prefix, std::string_view start,
+                           const IndexVisitor& visit) {
   std::string_view from = start > prefix ? start : prefix;
   // The staged entries under the prefix, in key order.
-  auto first = index_overlay_.lower_bound({family, std::string(from)});
+  auto first = index_overlay_.lower_bound(std::string(from));
   auto staged_end = first;
   while (staged_end != index_overlay_.end() &&
-         staged_end->first.first == family &&
-         std::string_view(staged_end->first.second).substr(0, prefix.size()) ==
+         std::string_view(staged_end->first).substr(0, prefix.size()) ==
              prefix) {
     ++staged_end;
   }
@@ -1022,17 +1535,18 @@ Status WriteTxn::ScanIndex(ColumnFamily family, std::string_view prefix,
   auto staged = first;
   bool stopped = false;
   Status s = store_->Scan(
-      family, prefix, from, [&](std::string_view key, std::string_view value) {
-        while (staged != staged_end && staged->first.second < key) {
-          if (staged->second && !visit(staged->first.second, *staged->second)) {
+      ColumnFamily::kIndex, prefix, from,
+      [&](std::string_view key, std::string_view value) {
+        while (staged != staged_end && staged->first < key) {
+          if (staged->second && !visit(staged->first, *staged->second)) {
             stopped = true;
             return false;
           }
           ++staged;
         }
-        if (staged != staged_end && staged->first.second == key) {
+        if (staged != staged_end && staged->first == key) {
           bool keep_going =
-              !staged->second || visit(staged->first.second, *staged->second);
+              !staged->second || visit(staged->first, *staged->second);
           ++staged;
           if (!keep_going) stopped = true;
           return keep_going;
@@ -1045,7 +1559,7 @@ Status WriteTxn::ScanIndex(ColumnFamily family, std::string_view prefix,
       });
   if (!s.ok() || stopped) return s;
   for (; staged != staged_end; ++staged) {
-    if (staged->second && !visit(staged->first.second, *staged->second)) break;
+    if (staged->second && !visit(staged->first, *staged->second)) break;
   }
   return Status::OK();
 }

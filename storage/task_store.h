@@ -1,34 +1,33 @@
 // TaskStore: spool's tasks on RocksDB.
 //
-// Column families:
-//   tasks       task id -> TaskRecord (FlatBuffers)
-//   ready       (priority desc, sequence) -> QueueValue, for tasks that may
-//               start now
-//   scheduled   (due time, sequence) -> QueueValue, for tasks that wait for a
-//               time (a delay or a retry)
-//   running     task id -> "", for tasks a handler runs
-//   by_status   (status, id) -> "", every task
-//   by_type     (type, status, id) -> "", every task
-//   by_group    (group, id) -> status, tasks with a group
-//   dedup       dedup key -> id, active tasks with a dedup key
-//   waiting_on  (dependency id, waiting id) -> "", waiting tasks
-//   meta        schema version, id reservation, sequence, counts by status
-//               and by type, periodic slots, rate-limit state
-//   corrupt     task id -> the raw bytes of a record that failed
-//               verification or could not be decrypted (set aside)
+// Column families (schema version 2):
+//   tasks    (id, kind) -> a task's values: its spec (written once, at
+//            enqueue), its state (rewritten by every transition) and its
+//            failure history (storage/record.h, storage/keys.h)
+//   index    every index entry, the first key byte naming the index:
+//            status, type, group, dedup, waiting and due (keys.h, IndexKind)
+//   meta     schema version, id reservation, sequence, counts by status and
+//            by type, periodic slots, rate-limit state
+//   corrupt  the values of a task that failed verification or could not be
+//            decrypted, as stored, under the same keys as in `tasks` (set
+//            aside)
+//
+// A transition rewrites the task's state (tens of bytes) and moves its
+// status and type entries; the spec and its payload are never read or
+// written again by the writer. Index entries are derived from the state
+// alone (IndexEntriesOf), never written by hand, so they cannot disagree
+// with it.
 //
 // Encryption at rest (StoreOptions::keys, storage/crypto.h): values of
-// `tasks` and `corrupt` are sealed with AES-256-GCM, bound to the task id,
-// and opened here, so every reader (GetRaw, ReadView, Scan of `tasks`,
-// WriteTxn::Get) still sees plain FlatBuffers. Groups and dedup keys appear
-// in `by_group`, `dedup`, `ready` and `scheduled` as HMAC-SHA256 tags
-// (StoredGroup, StoredDedupKey). Task types, ids, statuses, priorities,
-// times, dependencies and counts stay in plaintext in the indexes and meta.
+// `tasks` and `corrupt` are sealed with AES-256-GCM, bound to their key, and
+// opened here, so every reader still sees plain FlatBuffers. Groups and
+// dedup keys appear in the index as HMAC-SHA256 tags (StoredGroup,
+// StoredDedupKey); states hold them in that form. Task types, ids,
+// statuses, priorities, times, dependencies and counts stay in plaintext in
+// the index and meta.
 //
 // Every change goes through a WriteTxn and is committed as one WriteBatch, so
-// a record and its index entries change together or not at all. Index
-// entries are derived from the record (IndexEntriesOf), never written by
-// hand, so they cannot disagree with it.
+// a task's values and its index entries change together or not at all.
 //
 // Thread safety: the read methods and ReadView may be used from any thread.
 // Commit, and WriteTxn, belong to one thread at a time: spool's writer.
@@ -52,6 +51,7 @@
 #include "storage/crypto.h"
 #include "storage/keys.h"
 #include "storage/record.h"
+#include "storage/state_cache.h"
 
 namespace rocksdb {
 class ColumnFamilyHandle;
@@ -62,8 +62,10 @@ class Snapshot;
 
 namespace spool::storage {
 
-// Written by this code. A directory with a higher version is refused.
-inline constexpr uint32_t kSchemaVersion = 1;
+// Written by this code. A directory of any other version is refused: a
+// newer one because this code cannot know it, an older one because its
+// layout is gone (spool 0.x; see docs/architecture.md).
+inline constexpr uint32_t kSchemaVersion = 2;
 
 // Ids are reserved on disk in blocks, so that an id handed to a caller is
 // never handed out again after a crash (see TaskStore::reserved_ids).
@@ -71,37 +73,33 @@ inline constexpr uint64_t kIdReservationBlock = uint64_t{1} << 20;
 
 enum class ColumnFamily : uint8_t {
   kTasks = 0,
-  kReady,
-  kScheduled,
-  kRunning,
-  kByStatus,
-  kByType,
-  kByGroup,
-  kDedup,
-  kWaitingOn,
+  kIndex,
   kMeta,
   kCorrupt,
   kCount,  // not a family: the number of them
 };
 
-// The family's name in RocksDB, e.g. "by_status".
+// The family's name in RocksDB, e.g. "index".
 const char* ColumnFamilyName(ColumnFamily family);
 
-// One index entry a record implies.
+// One index entry a state implies (in the `index` family).
 struct IndexEntry {
-  ColumnFamily family;
   std::string key;
   std::string value;
 };
 
-// The index entries that `record` must have. With `tags`, its group and
-// dedup key appear as their lookup tags (an encrypted store).
-std::vector<IndexEntry> IndexEntriesOf(const TaskRecord& record,
-                                       const LookupTagger* tags = nullptr);
+// The index entries that `state` must have.
+std::vector<IndexEntry> IndexEntriesOf(const StateRecord& state);
 
 // Visits entries of a family in key order; return false to stop early.
 using IndexVisitor =
     std::function<bool(std::string_view key, std::string_view value)>;
+
+// Visits tasks in id order: each task's values, gathered, opened (not
+// verified), and what opening them said (OK, or Corruption naming the
+// value no configured key opens). Return false to stop early.
+using TaskVisitor =
+    std::function<bool(TaskId id, TaskBytes& task, const Status& opened)>;
 
 // Per-type counts: type -> counts by status.
 using TypeCounts =
@@ -114,13 +112,16 @@ struct StoreOptions {
   // store does not own it; it must outlive the store. Null: the default
   // environment (or an in-memory one for kMemory).
   rocksdb::Env* env = nullptr;
-  // Encryption at rest: the keys that seal and open records. Null: records
+  // Encryption at rest: the keys that seal and open values. Null: values
   // are stored in plaintext, and a store sealed before is refused.
   std::shared_ptr<const KeyRing> keys;
-  // With keys: read records stored in plaintext (a store written before
+  // With keys: read values stored in plaintext (a store written before
   // encryption was turned on) instead of refusing them. They are sealed
   // when next written, or by a re-encryption pass.
   bool accept_plaintext = false;
+  // The most queued tasks whose states the writer keeps in memory
+  // (storage/state_cache.h). 0: none (running ones are kept regardless).
+  size_t state_cache_entries = 65536;
 };
 
 class WriteTxn;
@@ -128,11 +129,12 @@ class WriteTxn;
 class TaskStore {
  public:
   // Opens or creates the store. Returns Busy when another process (or another
-  // runtime in this process) holds the directory, NotSupported when a newer
-  // spool wrote it, Corruption or IOError when RocksDB cannot open it.
-  // With keys: InvalidArgument when none of them is the store's key (or the
-  // store is encrypted and no key is given), FailedPrecondition when the
-  // store holds plaintext tasks and accept_plaintext is off.
+  // runtime in this process) holds the directory, NotSupported when another
+  // schema version wrote it (naming both versions), Corruption or IOError
+  // when RocksDB cannot open it. With keys: InvalidArgument when none of
+  // them is the store's key (or the store is encrypted and no key is
+  // given), FailedPrecondition when the store holds plaintext tasks and
+  // accept_plaintext is off.
   static Status Open(const StoreOptions& options,
                      std::unique_ptr<TaskStore>* store);
 
@@ -145,21 +147,37 @@ class TaskStore {
 
   // ---- Reads (any thread) ----
 
-  // The raw record of task `id` at `snapshot` (null: latest). NotFound when
-  // there is none. The bytes are not verified here.
-  Status GetRaw(TaskId id, std::string* bytes,
-                const rocksdb::Snapshot* snapshot = nullptr) const;
+  // Task `id`'s values at `snapshot` (null: latest), opened, not verified.
+  // NotFound when the task has neither spec nor state.
+  Status GetTask(TaskId id, TaskBytes* task,
+                 const rocksdb::Snapshot* snapshot = nullptr) const;
 
-  // A value in an index or meta family; NotFound when absent.
+  // Task `id`'s spec alone, opened, not verified: what a worker reads to
+  // run the task. NotFound when there is none.
+  Status GetSpec(TaskId id, std::string* bytes,
+                 const rocksdb::Snapshot* snapshot = nullptr) const;
+
+  // Task `id`'s state, opened, verified and decoded: for tools and tests
+  // (the writer reads states through its WriteTxn). NotFound when there is
+  // none, Corruption when it cannot be read.
+  Status ReadState(TaskId id, StateRecord* state) const;
+
+  // A value in the index or meta family; NotFound when absent.
   Status GetEntry(ColumnFamily family, std::string_view key, std::string* value,
                   const rocksdb::Snapshot* snapshot = nullptr) const;
 
   // Visits the entries of `family` whose keys start with `prefix`, from
   // `start` (inclusive; empty: the prefix itself) in key order, until
-  // `visit` returns false. Never walks past the prefix.
+  // `visit` returns false. Never walks past the prefix. Values of `tasks`
+  // and `corrupt` are passed as stored (sealed in an encrypted store).
   Status Scan(ColumnFamily family, std::string_view prefix,
               std::string_view start, const IndexVisitor& visit,
               const rocksdb::Snapshot* snapshot = nullptr) const;
+
+  // Visits the tasks of `family` (kTasks, or kCorrupt for those set aside)
+  // with ids from `from` on, in id order.
+  Status ScanTasks(ColumnFamily family, TaskId from, const TaskVisitor& visit,
+                   const rocksdb::Snapshot* snapshot = nullptr) const;
 
   // A consistent view of the store at one point in time.
   class ReadView {
@@ -168,12 +186,14 @@ class TaskStore {
     ReadView(const ReadView&) = delete;
     ReadView& operator=(const ReadView&) = delete;
 
-    // Raw record bytes; NotFound when there is none.
-    Status GetRaw(TaskId id, std::string* bytes) const;
+    // As TaskStore's, on this view's snapshot.
+    Status GetTask(TaskId id, TaskBytes* task) const;
     Status GetEntry(ColumnFamily family, std::string_view key,
                     std::string* value) const;
     Status Scan(ColumnFamily family, std::string_view prefix,
                 std::string_view start, const IndexVisitor& visit) const;
+    Status ScanTasks(ColumnFamily family, TaskId from,
+                     const TaskVisitor& visit) const;
     // Counts by status, as of this view.
     Status CountByStatus(std::array<uint64_t, kTaskStatusCount>* counts) const;
     // Counts by type and status, as of this view.
@@ -182,7 +202,7 @@ class TaskStore {
     std::string StoredGroup(std::string_view group) const {
       return store_->StoredGroup(group);
     }
-    // What to say about task `id` when GetRaw found no record: `not_found`
+    // What to say about task `id` when GetTask found nothing: `not_found`
     // itself, or, for a task set aside in `corrupt`, Corruption naming it
     // and why it cannot be read.
     Status ExplainMissing(TaskId id, const Status& not_found) const;
@@ -198,21 +218,17 @@ class TaskStore {
   };
   std::unique_ptr<ReadView> NewReadView() const;
 
-  // Visits every index entry of one family in key order. Stops at the first
-  // error of `fn` or of the iterator, and returns it.
-  Status ForEachIndexEntry(
-      ColumnFamily family,
+  // Visits every entry of `family` with `prefix` in key order. Stops at the
+  // first error of `fn` or of the iterator, and returns it.
+  Status ForEachEntry(
+      ColumnFamily family, std::string_view prefix,
       const std::function<Status(std::string_view key, std::string_view value)>&
           fn) const;
 
-  // Visits every record (raw bytes) in id order.
-  Status ForEachRecord(
-      const std::function<Status(TaskId id, std::string_view bytes)>& fn) const;
-
-  // Compares every index family with the entries the records imply.
-  // Sets *mismatches to their number and appends a description of the first
-  // few to *problems (if not null). Reads the whole store: for tests, tools
-  // and repair, not for the hot path.
+  // Compares the index with the entries the states imply. Sets
+  // *mismatches to their number and appends a description of the first few
+  // to *problems (if not null). Reads the whole store: for tests, tools and
+  // repair, not for the hot path.
   Status CheckIndexes(size_t* mismatches,
                       std::vector<std::string>* problems = nullptr) const;
 
@@ -222,7 +238,12 @@ class TaskStore {
   // out before a crash; the runtime starts allocating here.
   uint64_t reserved_ids() const { return reserved_ids_; }
 
-  // Commits everything `txn` staged as one WriteBatch: records, their index
+  // Tasks with `status` as of the last commit.
+  uint64_t CountOf(TaskStatus status) const {
+    return counts_[static_cast<size_t>(status)];
+  }
+
+  // Commits everything `txn` staged as one WriteBatch: values, their index
   // entries, counts and the meta high-water marks. Syncs the write-ahead log
   // first in kSync mode. On failure nothing is applied and `txn` may be
   // discarded.
@@ -247,87 +268,95 @@ class TaskStore {
 
   bool encrypted() const { return options_.keys != nullptr; }
 
-  // The stored form of a group, or of a dedup key: what index keys and
-  // queue values hold. Its lookup tag in an encrypted store, else the value
-  // itself; empty stays empty. Every lookup by group or dedup key goes
-  // through these.
+  // The stored form of a group, or of a dedup key: what index keys, queue
+  // values and states hold. Its lookup tag in an encrypted store, else the
+  // value itself; empty stays empty. Every lookup by group or dedup key
+  // goes through these.
   std::string StoredGroup(std::string_view group) const;
   std::string StoredDedupKey(std::string_view dedup_key) const;
 
-  // Turns the stored value of task `id`'s record (from `tasks` or
-  // `corrupt`) into the record's FlatBuffers bytes, in place: opens a
-  // sealed value, passes plaintext when the store is not encrypted or
-  // accepts it. Corruption naming the task and the reason otherwise. The
-  // result is not verified.
-  Status OpenRecord(TaskId id, std::string* bytes) const;
+  // Turns the stored value under `key` (of `tasks` or `corrupt`) into the
+  // plain FlatBuffers bytes, in place: opens a sealed value, passes
+  // plaintext when the store is not encrypted or accepts it. Corruption
+  // naming the task, the value and the reason otherwise. The result is not
+  // verified.
+  Status OpenValue(std::string_view key, std::string* bytes) const;
 
-  // For re-encryption: examines up to `limit` entries of `family` (kTasks
-  // or kCorrupt) with ids above `after`, in id order, and appends to *stale
-  // those not sealed with the current key. Sets *last to the last id
-  // examined (`after` if none) and *more to whether entries remain.
+  // For re-encryption: examines up to `limit` tasks of `family` (kTasks or
+  // kCorrupt) with ids above `after`, in id order, and appends to *stale
+  // those with a value not sealed with the current key. Sets *last to the
+  // last id examined (`after` if none) and *more to whether tasks remain.
   Status FindStale(ColumnFamily family, TaskId after, size_t limit,
                    std::vector<TaskId>* stale, TaskId* last, bool* more) const;
 
   // Compacts every family to the bottom level, so that values replaced
-  // since (records sealed with an earlier key, or stored in plaintext, and
-  // index entries holding plaintext groups) are dropped from the table
-  // files. Values still in a live write-ahead log file are not affected.
-  // `held` keeps the store open meanwhile (a reader runs this).
+  // since (sealed with an earlier key, or stored in plaintext, and index
+  // entries holding plaintext groups) are dropped from the table files.
+  // Values still in a live write-ahead log file are not affected. `held`
+  // keeps the store open meanwhile (a reader runs this).
   Status CompactAll(const ReadView& held);
 
   // ---- For tests and tools ----
 
-  // Overwrites a record's raw bytes, bypassing verification and indexes
-  // (and encryption: the bytes are stored as given).
-  Status PutRawForTesting(TaskId id, std::string_view bytes);
+  // Overwrites a value of `tasks` under `key` (e.g. StateKey(id)) with raw
+  // bytes, bypassing verification, indexes and encryption.
+  Status PutRawForTesting(std::string_view key, std::string_view bytes);
 
-  // The value stored for task `id` in `family`, as on disk: sealed in an
+  // The value stored under `key` in `family`, as on disk: sealed in an
   // encrypted store.
-  Status GetStoredForTesting(ColumnFamily family, TaskId id,
+  Status GetStoredForTesting(ColumnFamily family, std::string_view key,
                              std::string* bytes) const;
 
  private:
   friend class WriteTxn;
   explicit TaskStore(const StoreOptions& options);
   Status OpenDb();
+  // Refuses a directory of another schema version before RocksDB is asked
+  // to open families this code does not know.
+  Status CheckLayout(const std::string& path);
   void CloseDb();
   Status LoadMeta();
   // Checks the keys against the store's sealed lookup key (creating it in a
   // new store), and sets up the lookup tagger. REQUIRES: db_ is open.
   Status LoadKeys();
   // The stored value, not opened.
-  Status GetStoredLocked(ColumnFamily family, TaskId id, std::string* bytes,
+  Status GetStoredLocked(ColumnFamily family, std::string_view key,
+                         std::string* bytes,
                          const rocksdb::Snapshot* snapshot) const;
-  // The value to store for task `id`'s record bytes: sealed into *scratch
-  // in an encrypted store, else `plain` itself.
-  Status StoredValue(TaskId id, std::string_view plain, std::string* scratch,
-                     std::string_view* value) const;
-  const LookupTagger* tagger() const { return tagger_.get(); }
+  // The value to store under `key` for the plain bytes: sealed into
+  // *scratch in an encrypted store, else `plain` itself.
+  Status StoredValue(std::string_view key, std::string_view plain,
+                     std::string* scratch, std::string_view* value) const;
   // The bodies of the public reads, for callers that hold db_mutex_.
-  Status GetRawLocked(TaskId id, std::string* bytes,
-                      const rocksdb::Snapshot* snapshot) const;
+  Status GetTaskLocked(ColumnFamily family, TaskId id, TaskBytes* task,
+                       const rocksdb::Snapshot* snapshot, Status* opened) const;
+  Status GetSpecLocked(TaskId id, std::string* bytes,
+                       const rocksdb::Snapshot* snapshot) const;
   Status GetEntryLocked(ColumnFamily family, std::string_view key,
                         std::string* value,
                         const rocksdb::Snapshot* snapshot) const;
   Status ScanLocked(ColumnFamily family, std::string_view prefix,
                     std::string_view start, const IndexVisitor& visit,
                     const rocksdb::Snapshot* snapshot) const;
-  Status ForEachRecordLocked(
-      const std::function<Status(TaskId id, std::string_view bytes)>& fn) const;
+  Status ScanTasksLocked(ColumnFamily family, TaskId from,
+                         const TaskVisitor& visit,
+                         const rocksdb::Snapshot* snapshot) const;
   Status CheckIndexesLocked(size_t* mismatches,
                             std::vector<std::string>* problems) const;
   Status RebuildCounts();
-  // Makes every index family match the records (after a record was set
-  // aside, its index entries are not all known).
+  // Makes the index match the states (after a task was set aside, its
+  // index entries are not all known).
   Status RepairIndexes();
-  // Moves every record of `tasks` that cannot be read (opened and
-  // verified) to `corrupt`, as stored. RepairIndexes runs it first, so that
-  // a record the rebuild cannot index is set aside (listed, and releasable
-  // once readable) instead of left in `tasks` with no index entry.
+  // Moves every task of `tasks` that cannot be read (opened and verified)
+  // to `corrupt`, as stored. RepairIndexes runs it first, so that a task
+  // the rebuild cannot index is set aside (listed, and releasable once
+  // readable) instead of left in `tasks` with no index entry.
   Status SetAsideUnreadable();
   rocksdb::ColumnFamilyHandle* Handle(ColumnFamily family) const {
     return handles_[static_cast<size_t>(family)];
   }
+  // The state of task `id` the writer committed last, if it keeps it.
+  const StateRecord* CachedState(TaskId id) const;
 
   StoreOptions options_;
   std::unique_ptr<rocksdb::Env> owned_env_;
@@ -345,52 +374,67 @@ class TaskStore {
   uint64_t committed_batches_ = 0;
   std::array<uint64_t, kTaskStatusCount> counts_{};
   TypeCounts type_counts_;
+  // The committed states of tasks the writer is likely to change next.
+  // Emptied after any failure.
+  StateCache states_;
   // Set by the first LoadKeys in an encrypted store, never changed after.
   std::unique_ptr<LookupTagger> tagger_;
 };
 
-// The changes of one group commit. Reads see earlier changes of the same
-// transaction, in records and in indexes. Owned by the writer's thread.
+// The changes of one group commit, staged as states. Reads see earlier
+// changes of the same transaction: states always; index entries in the
+// dedup, waiting and group indexes, the ones commands read while they
+// stage (status and type entries staged here are not visible to
+// GetIndex and ScanIndex). Owned by the writer's thread.
 class WriteTxn {
  public:
   explicit WriteTxn(TaskStore* store);
 
-  // The record as this transaction sees it. NotFound when there is none (or
-  // it was deleted here); Corruption when it fails verification.
-  Status Get(TaskId id, TaskRecord* record);
+  // The task's state as this transaction sees it. NotFound when there is
+  // none (or it was deleted here); Corruption when it fails verification
+  // or cannot be opened.
+  Status GetState(TaskId id, StateRecord* state);
+
+  // Reads the states of `ids` in one batched lookup, so that GetState
+  // finds them without a read each (recovery reads every interrupted task
+  // this way). States that cannot be read are left for GetState to report.
+  Status Prefetch(const std::vector<TaskId>& ids);
 
   // Stages a new task. REQUIRES: no task with this id exists.
-  void Insert(TaskRecord record);
+  void Insert(SpecRecord spec, StateRecord state);
 
-  // Stages a new state for a task read with Get.
-  void Update(TaskRecord record);
+  // Stages a new state for a task read with GetState, and writes the
+  // failures it recorded (state.new_failures) into its history.
+  void Update(StateRecord state);
 
-  // Stages the removal of a task read with Get, with its index entries.
+  // Stages the removal of a task read with GetState: its spec, state,
+  // failure history and index entries.
   void Delete(TaskId id);
 
-  // Moves the unreadable record of `id` to the corrupt family and removes the
-  // index entries the caller knows of (the record itself cannot say).
-  void Quarantine(TaskId id, std::vector<IndexEntry> known_index_entries);
+  // Moves the values of `id`, whose state cannot be read, to `corrupt` as
+  // stored, and removes the index entries under `known_index_keys` (the
+  // state itself cannot say which it has).
+  void Quarantine(TaskId id, std::vector<std::string> known_index_keys);
 
-  // Returns a record set aside in `corrupt` to `tasks`, as `record`, with
-  // the index entries it implies. `as_stored` is the record as it was set
-  // aside: index entries it left behind are replaced. REQUIRES: no task
-  // with this id exists.
-  void Reinstate(TaskRecord record, TaskRecord as_stored);
+  // Returns a task set aside in `corrupt` to `tasks`, with `state` (its
+  // stored state, perhaps changed) and the index entries it implies.
+  // `as_stored` is the state as it was set aside: index entries it left
+  // behind are replaced. The spec and failures go back as they are.
+  // REQUIRES: no task with this id exists in `tasks`.
+  void Reinstate(StateRecord state, StateRecord as_stored);
 
-  // Seals a set-aside record's bytes again, with the current key, in place
-  // in `corrupt` (re-encryption).
-  void ResealSetAside(TaskId id, std::string bytes);
+  // Seals every value of task `id` again with the current key, in place
+  // (re-encryption): in `tasks`, or, with `set_aside`, in `corrupt`.
+  void Reseal(TaskId id, bool set_aside);
 
   // An index entry as this transaction sees it; NotFound when absent.
-  Status GetIndex(ColumnFamily family, std::string_view key,
-                  std::string* value);
+  Status GetIndex(std::string_view key, std::string* value);
 
   // Visits index entries with `prefix`, from `start` (inclusive; empty: the
   // prefix), as this transaction sees them, in key order, until `visit`
   // returns false. `visit` must not change the transaction.
-  Status ScanIndex(ColumnFamily family, std::string_view prefix,
-                   std::string_view start, const IndexVisitor& visit);
+  Status ScanIndex(std::string_view prefix, std::string_view start,
+                   const IndexVisitor& visit);
 
   // A meta value as this transaction sees it; NotFound when absent.
   Status GetMeta(std::string_view key, std::string* value);
@@ -405,11 +449,20 @@ class WriteTxn {
     if (id > max_id_) max_id_ = id;
   }
 
+  // Tasks with `status` as this transaction sees them would be, counting
+  // only what it staged on top of the last commit. An upper bound, never
+  // below the truth: SettleWaiters skips its scan when no task waits.
+  uint64_t MayHave(TaskStatus status) const;
+
   // One staged task, with the state it had before this transaction. `after`
-  // is empty for a deleted task.
+  // is empty for a deleted task; `spec` is set for a new one.
   struct Entry {
-    std::optional<TaskRecord> before;
-    std::optional<TaskRecord> after;
+    std::optional<StateRecord> before;
+    std::optional<StateRecord> after;
+    std::optional<SpecRecord> spec;
+    std::vector<FailureEntry> failures;
+    // Failures recorded before the first failure staged here.
+    uint32_t failures_before = 0;
   };
   const std::unordered_map<TaskId, Entry>& entries() const { return entries_; }
   // The ids of entries(), in the order they were first staged.
@@ -421,27 +474,30 @@ class WriteTxn {
 
  private:
   friend class TaskStore;
-  // Replaces the staged index entries of `previous` with those of `next`.
-  void RestageIndexes(const TaskRecord* previous, const TaskRecord* next);
+  // Replaces the overlaid index entries of `previous` with those of `next`.
+  void RestageIndexes(const StateRecord* previous, const StateRecord* next);
+  Entry& Stage(TaskId id, std::optional<StateRecord> before);
 
   TaskStore* store_;
-  // Records read from the store and not yet changed: the `before` of a later
-  // Update, so that no record is read twice.
-  std::unordered_map<TaskId, TaskRecord> reads_;
+  // States read from the store and not yet changed: the `before` of a later
+  // Update, so that no state is read twice.
+  std::unordered_map<TaskId, StateRecord> reads_;
   std::unordered_map<TaskId, Entry> entries_;
   std::vector<TaskId> order_;
-  std::vector<std::pair<TaskId, std::vector<IndexEntry>>> quarantined_;
-  // Taken back from `corrupt` (their records are in entries_), and set-aside
-  // bytes to seal again.
-  std::vector<TaskRecord> reinstated_;
-  std::vector<std::pair<TaskId, std::string>> resealed_;
-  // Index entries as staged: a value, or nullopt for a removed entry. Keyed
-  // by family and key, so that scans see staged entries in order.
-  std::map<std::pair<ColumnFamily, std::string>, std::optional<std::string>>
-      index_overlay_;
+  std::vector<std::pair<TaskId, std::vector<std::string>>> quarantined_;
+  // Taken back from `corrupt` (their states are in entries_): the state as
+  // it was set aside.
+  std::vector<StateRecord> reinstated_;
+  // Tasks to seal again, and whether they are set aside.
+  std::vector<std::pair<TaskId, bool>> resealed_;
+  // Index entries as staged, for the indexes reads see: a value, or nullopt
+  // for a removed entry. Ordered, so that scans see staged entries in order.
+  std::map<std::string, std::optional<std::string>> index_overlay_;
   std::map<std::string, std::string> meta_;
   uint64_t next_sequence_;
   uint64_t max_id_ = 0;
+  // Staged states by status, after minus before (see MayHave).
+  std::array<int64_t, kTaskStatusCount> staged_counts_{};
 };
 
 }  // namespace spool::storage

@@ -142,90 +142,82 @@ std::string TaskStore::StoredDedupKey(std::string_view dedup_key) const {
   return tagger_->Tag(kDedupTagDomain, dedup_key);
 }
 
-Status TaskStore::OpenRecord(TaskId id, std::string* bytes) const {
+Status TaskStore::OpenValue(std::string_view key, std::string* bytes) const {
   if (!IsSealed(*bytes)) {
     if (!encrypted() || options_.accept_plaintext) return Status::OK();
     return Status::Corruption(
-        TaskName(id) +
+        TaskValueName(key) +
         " is stored in plaintext in an encrypted store, and plaintext "
-        "records are not accepted (Options::plaintext_records)");
+        "values are not accepted (Options::plaintext_records)");
   }
   if (!encrypted()) {
     std::string id_text = bytes->size() >= 8 ? KeyIdHex(SealedKeyId(*bytes))
                                              : std::string("unknown");
-    return Status::Corruption(TaskName(id) + " is encrypted (key id " +
+    return Status::Corruption(TaskValueName(key) + " is encrypted (key id " +
                               id_text + ") and no key is configured");
   }
-  Status s = options_.keys->Open(RecordContext(id), *bytes, bytes);
+  Status s = options_.keys->Open(ValueContext(key), *bytes, bytes);
   if (!s.ok()) {
-    return Status::Corruption(
-        TaskName(id) + " cannot be decrypted: its record " + s.message());
+    return Status::Corruption(TaskValueName(key) +
+                              " cannot be decrypted: " + s.message());
   }
   return Status::OK();
 }
 
 Status TaskStore::SetAsideUnreadable() {
+  std::vector<TaskId> unreadable;
+  Status s = ScanTasksLocked(
+      ColumnFamily::kTasks, 0,
+      [&](TaskId id, TaskBytes& task, const Status& opened) {
+        if (!opened.ok() || !task.Verify(id).ok()) unreadable.push_back(id);
+        return true;
+      },
+      nullptr);
+  if (!s.ok() || unreadable.empty()) return s;
   rocksdb::WriteBatch batch;
-  std::unique_ptr<rocksdb::Iterator> it(
-      db_->NewIterator(rocksdb::ReadOptions(), Handle(ColumnFamily::kTasks)));
-  std::string bytes;
-  for (it->SeekToFirst(); it->Valid(); it->Next()) {
-    TaskId id = 0;
-    std::string_view key(it->key().data(), it->key().size());
-    if (!DecodeTaskKey(key, &id)) continue;
-    std::string_view stored(it->value().data(), it->value().size());
-    bytes.assign(stored);
-    const fb::TaskRecord* table = nullptr;
-    Status s = OpenRecord(id, &bytes);
-    if (s.ok()) s = VerifyRecord(id, bytes, &table);
-    if (s.ok()) continue;
-    std::string aside(stored);
-    if (encrypted() && !IsSealed(aside)) {
-      std::string_view value;
-      s = StoredValue(id, std::string(stored), &aside, &value);
-      if (!s.ok()) return s;
-    }
-    batch.Put(Handle(ColumnFamily::kCorrupt), it->key(), aside);
-    batch.Delete(Handle(ColumnFamily::kTasks), it->key());
+  for (TaskId id : unreadable) {
+    Status inner;
+    s = ScanLocked(
+        ColumnFamily::kTasks, TaskPrefix(id), "",
+        [&](std::string_view key, std::string_view stored) {
+          std::string aside(stored);
+          if (encrypted() && !IsSealed(aside)) {
+            std::string_view value;
+            inner = StoredValue(key, std::string(stored), &aside, &value);
+            if (!inner.ok()) return false;
+          }
+          rocksdb::Slice k(key.data(), key.size());
+          batch.Put(Handle(ColumnFamily::kCorrupt), k, aside);
+          batch.Delete(Handle(ColumnFamily::kTasks), k);
+          return true;
+        },
+        nullptr);
+    if (!s.ok()) return s;
+    if (!inner.ok()) return inner;
   }
-  Status s = RocksError(it->status(), "looking for unreadable records");
-  if (!s.ok() || batch.Count() == 0) return s;
   rocksdb::WriteOptions wo;
   wo.sync = options_.durability == Durability::kSync;
-  return RocksError(db_->Write(wo, &batch), "setting unreadable records aside");
+  return RocksError(db_->Write(wo, &batch), "setting unreadable tasks aside");
 }
 
-Status TaskStore::StoredValue(TaskId id, std::string_view plain,
+Status TaskStore::StoredValue(std::string_view key, std::string_view plain,
                               std::string* scratch,
                               std::string_view* value) const {
   if (!encrypted()) {
     *value = plain;
     return Status::OK();
   }
-  Status s = options_.keys->Seal(RecordContext(id), plain, scratch);
-  if (!s.ok()) return s.WithContext("sealing " + TaskName(id));
+  Status s = options_.keys->Seal(ValueContext(key), plain, scratch);
+  if (!s.ok()) return s.WithContext("sealing " + TaskValueName(key));
   *value = *scratch;
   return Status::OK();
 }
 
-Status TaskStore::GetStoredLocked(ColumnFamily family, TaskId id,
-                                  std::string* bytes,
-                                  const rocksdb::Snapshot* snapshot) const {
-  rocksdb::ReadOptions ro;
-  ro.snapshot = snapshot;
-  rocksdb::Status rs = db_->Get(ro, Handle(family), TaskKey(id), bytes);
-  if (rs.IsNotFound()) {
-    return Status::NotFound(TaskName(id) + " is not in " +
-                            ColumnFamilyName(family));
-  }
-  return RocksError(rs, "reading " + TaskName(id));
-}
-
-Status TaskStore::GetStoredForTesting(ColumnFamily family, TaskId id,
+Status TaskStore::GetStoredForTesting(ColumnFamily family, std::string_view key,
                                       std::string* bytes) const {
   std::shared_lock<std::shared_mutex> lock(db_mutex_);
   if (!db_) return Closed(options_.path);
-  return GetStoredLocked(family, id, bytes, nullptr);
+  return GetStoredLocked(family, key, bytes, nullptr);
 }
 
 Status TaskStore::FindStale(ColumnFamily family, TaskId after, size_t limit,
@@ -237,36 +229,45 @@ Status TaskStore::FindStale(ColumnFamily family, TaskId after, size_t limit,
     return Status::FailedPrecondition("the store is not encrypted");
   }
   if (family != ColumnFamily::kTasks && family != ColumnFamily::kCorrupt) {
-    return Status::InvalidArgument("only tasks and corrupt hold records");
+    return Status::InvalidArgument("only tasks and corrupt hold tasks");
   }
   if (after == UINT64_MAX) return Status::OK();
   std::shared_lock<std::shared_mutex> lock(db_mutex_);
   if (!db_) return Closed(options_.path);
-  std::unique_ptr<rocksdb::Iterator> it(
-      db_->NewIterator(rocksdb::ReadOptions(), Handle(family)));
   uint32_t current = options_.keys->current_id();
   size_t examined = 0;
-  for (it->Seek(TaskKey(after + 1)); it->Valid(); it->Next()) {
-    if (examined == limit) {
-      *more = true;
-      break;
-    }
-    TaskId id = 0;
-    if (!DecodeTaskKey(std::string_view(it->key().data(), it->key().size()),
-                       &id)) {
-      continue;
-    }
-    ++examined;
-    *last = id;
-    std::string_view value(it->value().data(), it->value().size());
-    if (!IsSealed(value) || value.size() < kSealHeaderBytes ||
-        SealedKeyId(value) != current) {
-      stale->push_back(id);
-    }
+  TaskId task = 0;
+  bool task_stale = false;
+  Status s = ScanLocked(
+      family, "", TaskPrefix(after + 1),
+      [&](std::string_view key, std::string_view value) {
+        TaskId id = 0;
+        TaskValueKind kind;
+        uint32_t number = 0;
+        if (!DecodeTaskKey(key, &id, &kind, &number)) return true;
+        if (examined == 0 || id != task) {
+          if (examined > 0 && task_stale) stale->push_back(task);
+          if (examined == limit) {
+            *more = true;
+            task_stale = false;
+            return false;
+          }
+          ++examined;
+          task = id;
+          task_stale = false;
+          *last = id;
+        }
+        task_stale |= !IsSealed(value) || value.size() < kSealHeaderBytes ||
+                      SealedKeyId(value) != current;
+        return true;
+      },
+      nullptr);
+  if (examined > 0 && task_stale) stale->push_back(task);
+  if (!s.ok()) {
+    return s.WithContext(std::string("scanning ") + ColumnFamilyName(family) +
+                         " for re-encryption");
   }
-  return RocksError(it->status(), std::string("scanning ") +
-                                      ColumnFamilyName(family) +
-                                      " for re-encryption");
+  return Status::OK();
 }
 
 Status TaskStore::CompactAll(const ReadView& held) {
@@ -288,19 +289,18 @@ Status TaskStore::CompactAll(const ReadView& held) {
 Status TaskStore::ReadView::ExplainMissing(TaskId id,
                                            const Status& not_found) const {
   if (!not_found.IsNotFound() || snapshot_ == nullptr) return not_found;
-  std::string bytes;
+  TaskBytes task;
+  Status why;
   Status s =
-      store_->GetStoredLocked(ColumnFamily::kCorrupt, id, &bytes, snapshot_);
+      store_->GetTaskLocked(ColumnFamily::kCorrupt, id, &task, snapshot_, &why);
   if (s.IsNotFound()) return not_found;
   if (!s.ok()) return s;
-  Status why = store_->OpenRecord(id, &bytes);
-  const fb::TaskRecord* table = nullptr;
-  if (why.ok()) why = VerifyRecord(id, bytes, &table);
+  if (why.ok()) why = task.Verify(id);
   std::string release = "Release(" + std::to_string(id) + ")";
   if (why.ok()) {
     return Status::Corruption(
         TaskName(id) +
-        " is set aside: its record could not be read when it was used, and "
+        " is set aside: its values could not be read when it was used, and "
         "can be now; " +
         release + " returns it to the queue");
   }
