@@ -4,7 +4,8 @@
 //
 //   caller threads --enqueue/barrier--> writer --changes--> scheduler
 //   scheduler --claim/settle--> writer
-//   scheduler --run--> worker --outcome--> scheduler
+//   scheduler --run--> idle worker; scheduler --> claimed pool --> busy
+//   worker (no message); worker --outcome--> scheduler
 //   caller threads --read--> reader pool --read--> reader
 //   writer --changed--> watcher --read--> reader pool; reader --watched-->
 //   watcher --> subscribers, for live queries
@@ -27,7 +28,8 @@ namespace spool::actors {
 
 // Runs handlers, one task at a time. Detached: a handler may block.
 using worker_actor = caf::typed_actor<
-    // Runs one attempt of a claimed task and reports its outcome.
+    // Runs one attempt of a claimed task and reports its outcome, then goes
+    // on with the tasks claimed ahead in the pool until it is empty.
     caf::reacts_to<run_atom, ClaimedTask>>;
 
 // Sent with start: everything known only once handlers are registered.
@@ -43,8 +45,9 @@ using scheduler_actor = caf::typed_actor<
     caf::reacts_to<changes_atom, QueueChanges>,
     // Starts dispatching to these workers, under these limits.
     caf::reacts_to<start_atom, DispatchConfig>,
-    // Worker `index` finished an attempt.
-    caf::reacts_to<outcome_atom, uint32_t, Outcome>,
+    // Worker `index` finished an attempt; `idle` when it found no claimed
+    // task in the pool to go on with, and waits for one.
+    caf::reacts_to<outcome_atom, uint32_t, Outcome, bool>,
     // A timer fired, or the clock jumped: move due tasks to ready.
     caf::reacts_to<tick_atom>,
     // Calls back once no task is ready, claimed or running.
@@ -57,6 +60,10 @@ using scheduler_actor = caf::typed_actor<
     caf::reacts_to<limit_atom, std::string, uint32_t>,
     // Opens (true) or closes a gate.
     caf::reacts_to<gate_atom, std::string, bool>,
+    // A control command for the writer (cancel, cancel group, hold): the
+    // tasks it names that wait unstarted in the pool go back first, so
+    // that the command finds them queued, not running.
+    caf::reacts_to<control_atom, ControlCommand>,
     // Internal: sends the claims and outcomes gathered since the last one.
     caf::reacts_to<dispatch_atom>>;
 
@@ -127,9 +134,9 @@ using watch_actor = caf::typed_actor<
 using recovery_actor = caf::typed_actor<
     // Records the attempts a crash interrupted, then loads the queue.
     caf::reacts_to<recover_atom, RecoveryJob>,
-    // The writer committed the interrupted attempts (their number, or why
+    // The writer committed the interrupted attempts (what it did, or why
     // not).
-    caf::reacts_to<commit_atom, Result<size_t>>>;
+    caf::reacts_to<commit_atom, Result<Recovered>>>;
 
 }  // namespace spool::actors
 

@@ -38,6 +38,17 @@ class AttemptControl {
   AttemptControl(TaskId id, std::shared_ptr<ProgressBoard> progress)
       : id_(id), progress_(std::move(progress)) {}
 
+  // The handler starts now (microseconds on the task clock). A claimed
+  // attempt may wait in the pool before it starts; its timeout runs from
+  // here.
+  void MarkStarted(int64_t now_us) {
+    started_us_.store(now_us, std::memory_order_release);
+  }
+  // When the handler started; 0 while it has not.
+  int64_t started_us() const {
+    return started_us_.load(std::memory_order_acquire);
+  }
+
   // Sets the token and wakes WaitForCancel. Idempotent.
   void Cancel();
   bool cancelled() const { return cancelled_.load(std::memory_order_acquire); }
@@ -60,6 +71,7 @@ class AttemptControl {
   const TaskId id_;
   const std::shared_ptr<ProgressBoard> progress_;
   std::atomic<bool> cancelled_{false};
+  std::atomic<int64_t> started_us_{0};
   mutable std::mutex mutex_;
   mutable std::condition_variable cancelled_cv_;
   std::optional<std::string> handoff_;

@@ -2,7 +2,31 @@
 
 #include <exception>
 
-namespace spool::actors {
+#include "storage/task_record_generated.h"
+
+namespace spool {
+
+TaskContext TaskContextBuilder::For(const actors::ClaimedTask& task,
+                                    const storage::fb::TaskSpec& spec,
+                                    std::string_view payload,
+                                    internal::AttemptControl* control) {
+  auto view = [](const flatbuffers::String* s) {
+    return s == nullptr ? std::string_view() : s->string_view();
+  };
+  TaskContext context;
+  context.id_ = task.id;
+  context.type_ = task.type;
+  context.payload_ = payload;
+  context.attempt_ = task.attempt;
+  context.max_attempts_ = task.max_attempts;
+  context.priority_ = task.priority;
+  context.idempotency_key_ = view(spec.idempotency_key());
+  context.group_ = view(spec.group());
+  context.control_ = control;
+  return context;
+}
+
+namespace actors {
 namespace {
 
 // Calls a piece of user code that may throw; a throw becomes an error.
@@ -50,16 +74,16 @@ void ShapeFailure(const HandlerOptions& options,
 
 }  // namespace
 
-Outcome RunAttempt(const HandlerRegistry& registry,
-                   const storage::TaskRecord& record,
+Outcome RunAttempt(const HandlerRegistry& registry, const ClaimedTask& task,
+                   const storage::fb::TaskSpec& spec,
                    internal::AttemptControl* control) {
   Outcome outcome;
-  outcome.id = record.id;
-  outcome.attempt = record.attempts;
-  auto it = registry.find(record.type);
+  outcome.id = task.id;
+  outcome.attempt = task.attempt;
+  auto it = registry.find(task.type);
   if (it == registry.end()) {
     outcome.status = Status::NotFound(
-        "no handler is registered for task type '" + record.type + "'");
+        "no handler is registered for task type '" + task.type + "'");
     outcome.permanent = true;
     return outcome;
   }
@@ -67,33 +91,40 @@ Outcome RunAttempt(const HandlerRegistry& registry,
   const HandlerOptions& options = entry.options;
 
   std::string migrated;
-  std::string_view payload = record.payload;
-  if (record.payload_version > options.version) {
+  std::string_view stored_payload;
+  if (spec.payload() != nullptr) {
+    stored_payload =
+        std::string_view(reinterpret_cast<const char*>(spec.payload()->data()),
+                         spec.payload()->size());
+  }
+  std::string_view payload = stored_payload;
+  const uint32_t payload_version = spec.payload_version();
+  if (payload_version > options.version) {
     outcome.status = Status::NotSupported(
-        "payload version " + std::to_string(record.payload_version) +
+        "payload version " + std::to_string(payload_version) +
         " is newer than the handler's version " +
         std::to_string(options.version));
     outcome.permanent = true;
     return outcome;
   }
-  if (record.payload_version < options.version && options.migrate) {
+  if (payload_version < options.version && options.migrate) {
     Status s = Guarded("the payload migration", [&]() -> Status {
       Result<std::string> result =
-          options.migrate(record.payload_version, record.payload);
+          options.migrate(payload_version, stored_payload);
       if (!result.ok()) return result.status();
       migrated = std::move(result).value();
       return Status::OK();
     });
     if (!s.ok()) {
       outcome.status = s.WithContext("migrating the payload from version " +
-                                     std::to_string(record.payload_version));
+                                     std::to_string(payload_version));
       outcome.permanent = true;
       return outcome;
     }
     payload = migrated;
   }
 
-  TaskContext context = TaskContextBuilder::For(record, payload, control);
+  TaskContext context = TaskContextBuilder::For(task, spec, payload, control);
   outcome.status =
       Guarded("the handler", [&] { return entry.handler(context); });
   if (control != nullptr) {
@@ -110,4 +141,5 @@ Outcome RunAttempt(const HandlerRegistry& registry,
   return outcome;
 }
 
-}  // namespace spool::actors
+}  // namespace actors
+}  // namespace spool

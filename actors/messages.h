@@ -110,9 +110,10 @@ struct ControlResult {
   TaskStatus status = TaskStatus::kPending;
   // kCancelGroup, kPurge: how many tasks it affected.
   uint64_t count = 0;
-  // kPurge: where the next step resumes, and whether one is needed.
+  // kPurge: whether another step is needed, and the index key it resumes
+  // from. kReencrypt: whether more remain, and the last id examined.
   bool more = false;
-  TaskStatus cursor_status = TaskStatus::kPending;
+  std::string cursor_key;
   TaskId cursor_id = 0;
   // kReencrypt: records sealed again with the current key (count: in
   // `tasks`; this: in `corrupt`), and ids no configured key opens.
@@ -139,6 +140,9 @@ struct ControlCommand {
   TaskId id = 0;
   // The group (kCancelGroup) or hand-off reference.
   std::string text;
+  // kCancelGroup: the group in stored form (TaskStore::StoredGroup), as the
+  // scheduler knows groups.
+  std::string stored_group;
   // The error of kFailHandOff.
   std::string error;
   // kRetry: a new policy, and the registered handlers (a task whose type
@@ -149,8 +153,8 @@ struct ControlCommand {
   // how many index entries one step examines.
   uint32_t purge_statuses = 0;
   int64_t purge_updated_before_us = 0;
-  TaskStatus purge_cursor_status = TaskStatus::kPending;
-  TaskId purge_cursor_id = 0;
+  // The status-index key to resume from; empty: the start.
+  std::string purge_cursor_key;
   size_t purge_step = 1000;
   // Empty: every type.
   std::vector<std::string> purge_types;
@@ -175,13 +179,25 @@ struct QueueEntry {
 };
 
 // A claim that committed: the task is `running` on disk and may start.
+// Carries what the scheduler needs; the worker reads the task's spec (its
+// payload) itself, so the writer never does.
 struct ClaimedTask {
-  std::shared_ptr<const storage::TaskRecord> record;
+  TaskId id = 0;
+  // The attempt this claim counted.
+  uint32_t attempt = 0;
+  uint32_t max_attempts = 1;
+  int32_t priority = 0;
+  // Per attempt; 0 for none.
+  int64_t timeout_us = 0;
+  std::string type;
   // The task's group as the scheduler knows groups: in stored form
   // (TaskStore::StoredGroup), like QueueEntry::group.
   std::string group;
-  // Set by the scheduler when it dispatches the task.
+  // Set by the scheduler when it dispatches the task: the attempt's
+  // control, and its slot in the start log (storage/start_log.h), which the
+  // worker fills right before the handler starts.
   std::shared_ptr<internal::AttemptControl> control;
+  uint32_t start_slot = UINT32_MAX;
 };
 
 // The end of one attempt, as a worker reports it.
@@ -204,13 +220,36 @@ struct Outcome {
   // The handler deferred the task until this gate opens: the attempt does
   // not count and the task goes back to the queue.
   std::optional<std::string> deferred_until_gate;
+  // False when no handler ran: the claim was given back unstarted (the
+  // runtime is closing, or the task was cancelled first). The attempt does
+  // not count; a cancelled task ends cancelled, any other goes back to the
+  // queue in its place.
+  bool started = true;
+  // The worker could not read the task's spec (`status` says why): the
+  // task is set aside, as a state that fails to read is.
+  bool unreadable = false;
+  // The attempt's start-log slot, set by the scheduler; it is cleared once
+  // this outcome is durable.
+  uint32_t start_slot = UINT32_MAX;
+};
+
+// What RecoverCommand did.
+struct Recovered {
+  // Attempts counted as interrupted.
+  size_t interrupted = 0;
+  // Claims that never started, given back without spending an attempt.
+  size_t unstarted = 0;
 };
 
 // Records the interrupted attempts of tasks a crash left running.
 struct RecoverCommand {
   std::vector<TaskId> running;
-  // Called with the number of tasks recovered, or the error.
-  std::function<void(const Result<size_t>&)> done;
+  // Whether an attempt had started when the process stopped, as the start
+  // log recorded it; empty when the log cannot tell (then every attempt
+  // counts as started). An attempt that never started is given back.
+  std::function<bool(TaskId, uint32_t attempt)> started;
+  // Called with what recovery did, or the error.
+  std::function<void(const Result<Recovered>&)> done;
 };
 
 // What the scheduler enforces for one task type.
@@ -249,6 +288,7 @@ struct MetaUpdate {
 // storage holds it afterwards, and the scheduler's stored state.
 struct RecoveryResult {
   size_t interrupted = 0;
+  size_t unstarted = 0;
   std::vector<QueueEntry> queue;
   // Rate-limit state by task type (see scheduler.cc), and the last stored
   // slot of each periodic task, by name.
@@ -273,8 +313,9 @@ struct QueueChanges {
   std::vector<QueueEntry> refused;
   // Claims whose write failed; the tasks go back to the queue.
   std::vector<QueueEntry> claim_failed;
-  // Outcomes that committed.
+  // Outcomes that committed, and the start-log slots they release.
   size_t settled = 0;
+  std::vector<uint32_t> released_slots;
   // Running tasks asked to stop (Cancel): their tokens must be cancelled.
   std::vector<TaskId> cancel_requested;
   // Outcomes whose write failed; the scheduler sends them again later,
@@ -285,8 +326,9 @@ struct QueueChanges {
 };
 
 // What one committed batch changed, for live queries: every task whose
-// record changed, and the types, groups and statuses (before and after)
-// involved. A query whose filters miss all of them cannot have changed.
+// state changed, and the types, groups (in stored form) and statuses
+// (before and after) involved. A query whose filters miss all of them
+// cannot have changed.
 struct ChangeSet {
   std::vector<TaskId> ids;
   std::vector<std::string> types;
@@ -330,6 +372,7 @@ struct WatchScope {
   TaskId id = 0;
   std::optional<TaskStatus> status;
   std::string type;
+  // In stored form (TaskStore::StoredGroup), as ChangeSet names groups.
   std::string group;
 };
 
@@ -410,6 +453,7 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::RecoverCommand)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::QueueChanges)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::RecoveryJob)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::Result<size_t>)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::Result<spool::actors::Recovered>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::ReadJob)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::ChangeSet)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::ReadBatch)

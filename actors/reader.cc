@@ -8,6 +8,7 @@
 #include <caf/all.hpp>
 #include <spdlog/spdlog.h>
 
+#include "actors/thread_name.h"
 #include "runtime/logging.h"
 #include "storage/queries.h"
 
@@ -37,6 +38,7 @@ void RunJob(const storage::TaskStore& store, ReadJob& job) {
 reader_actor::behavior_type ReaderBehavior(
     reader_actor::stateful_pointer<ReaderState> self, uint32_t index,
     const storage::TaskStore* store, reader_pool_actor pool) {
+  NameThisThread("spool-reader-" + std::to_string(index));
   self->state.index = index;
   self->state.store = store;
   self->state.pool = std::move(pool);
@@ -154,6 +156,7 @@ void Requeue(Self self, const ReadBatch& batch, const caf::error& reason) {
 
 reader_pool_actor::behavior_type PoolBehavior(Self self,
                                               ReaderPoolConfig config) {
+  NameThisThread("spool-readers");
   self->state.config = config;
   self->state.slots.resize(config.readers);
   self->state.readers->resize(config.readers);

@@ -30,11 +30,8 @@ class ReaderPoolTest : public ::testing::Test {
     ASSERT_TRUE(storage::TaskStore::Open(options, &store_).ok());
     storage::WriteTxn txn(store_.get());
     for (TaskId id = 1; id <= 100; ++id) {
-      storage::TaskRecord r;
-      r.id = id;
-      r.type = "t";
-      r.sequence = txn.NextSequence();
-      txn.Insert(r);
+      spool::testing::InsertTask(
+          &txn, spool::testing::PendingTask(id, "t", txn.NextSequence()));
     }
     ASSERT_TRUE(store_->Commit(&txn).ok());
     config_.set("scheduler.max-threads", size_t{2});
@@ -74,8 +71,8 @@ class ReaderPoolTest : public ::testing::Test {
     return MakeReadJob(
         [n, promise, runs](const storage::TaskStore::ReadView& view) {
           runs->fetch_add(1);
-          std::string bytes;
-          Status s = view.GetRaw(n % 100 + 1, &bytes);
+          storage::TaskBytes task;
+          Status s = view.GetTask(n % 100 + 1, &task);
           if (s.ok()) {
             promise.Set(n);
           } else {

@@ -2,12 +2,15 @@
 
 #include <caf/all.hpp>
 
+#include "actors/thread_name.h"
+
 namespace spool::actors {
 namespace {
 
 struct RecoveryState {
   static inline const char* name = "spool.recovery";
   const storage::TaskStore* store = nullptr;
+  const storage::StartLog* start_log = nullptr;
   writer_actor writer;
   std::optional<RecoveryJob> job;
 };
@@ -16,12 +19,15 @@ using Self = recovery_actor::stateful_pointer<RecoveryState>;
 
 Result<std::vector<TaskId>> FindRunning(const storage::TaskStore& store) {
   std::vector<TaskId> running;
-  Status s = store.ForEachIndexEntry(
-      storage::ColumnFamily::kRunning,
+  Status s = store.ForEachEntry(
+      storage::ColumnFamily::kIndex,
+      storage::StatusIndexPrefix(TaskStatus::kRunning),
       [&](std::string_view key, std::string_view) {
         TaskId id = 0;
-        if (!storage::DecodeTaskKey(key, &id)) {
-          return Status::Corruption("running index holds a malformed key");
+        TaskStatus status;
+        std::string_view type;
+        if (!storage::DecodeStatusIndexKey(key, &status, &type, &id)) {
+          return Status::Corruption("the status index holds a malformed key");
         }
         running.push_back(id);
         return Status::OK();
@@ -36,10 +42,12 @@ void Finish(Self self, const Result<RecoveryResult>& result) {
   self->quit();
 }
 
-recovery_actor::behavior_type RecoveryBehavior(Self self,
-                                               const storage::TaskStore* store,
-                                               writer_actor writer) {
+recovery_actor::behavior_type RecoveryBehavior(
+    Self self, const storage::TaskStore* store,
+    const storage::StartLog* start_log, writer_actor writer) {
+  NameThisThread("spool-recovery");
   self->state.store = store;
+  self->state.start_log = start_log;
   self->state.writer = std::move(writer);
   return {
       [self](recover_atom, RecoveryJob& job) {
@@ -52,12 +60,18 @@ recovery_actor::behavior_type RecoveryBehavior(Self self,
         recovery_actor me = self;
         RecoverCommand command;
         command.running = std::move(running).value();
-        command.done = [me](const Result<size_t>& recovered) {
+        const storage::StartLog* log = self->state.start_log;
+        if (log != nullptr && log->previous_trusted()) {
+          command.started = [log](TaskId id, uint32_t attempt) {
+            return log->PreviouslyStarted(id, attempt);
+          };
+        }
+        command.done = [me](const Result<Recovered>& recovered) {
           caf::anon_send(me, commit_atom::value, recovered);
         };
         self->send(self->state.writer, recover_atom::value, std::move(command));
       },
-      [self](commit_atom, const Result<size_t>& recovered) {
+      [self](commit_atom, const Result<Recovered>& recovered) {
         if (!recovered.ok()) {
           Finish(self, recovered.status().WithContext("recovery"));
           return;
@@ -68,7 +82,8 @@ recovery_actor::behavior_type RecoveryBehavior(Self self,
           return;
         }
         RecoveryResult result;
-        result.interrupted = *recovered;
+        result.interrupted = recovered->interrupted;
+        result.unstarted = recovered->unstarted;
         result.queue = std::move(queue).value();
         Status s = LoadSchedulerState(*self->state.store, &result);
         if (!s.ok()) {
@@ -107,43 +122,35 @@ Status LoadSchedulerState(const storage::TaskStore& store,
 
 Result<std::vector<QueueEntry>> LoadQueue(const storage::TaskStore& store) {
   std::vector<QueueEntry> queue;
-  Status s = store.ForEachIndexEntry(
-      storage::ColumnFamily::kReady,
-      [&](std::string_view key, std::string_view value) {
-        storage::ReadyKey ready;
-        storage::QueueValue queued;
-        if (!storage::DecodeReadyKey(key, &ready) ||
-            !storage::DecodeQueueValue(value, &queued)) {
-          return Status::Corruption("ready index holds a malformed entry");
-        }
-        queue.push_back(QueueEntry{queued.id, ready.priority, ready.sequence, 0,
-                                   std::string(queued.type),
-                                   std::string(queued.group)});
-        return Status::OK();
-      });
-  if (!s.ok()) return s;
-  s = store.ForEachIndexEntry(
-      storage::ColumnFamily::kScheduled,
-      [&](std::string_view key, std::string_view value) {
-        storage::ScheduledKey scheduled;
-        storage::QueueValue queued;
-        if (!storage::DecodeScheduledKey(key, &scheduled) ||
-            !storage::DecodeQueueValue(value, &queued)) {
-          return Status::Corruption("scheduled index holds a malformed entry");
-        }
-        queue.push_back(QueueEntry{
-            queued.id, queued.priority, scheduled.sequence, scheduled.due_us,
-            std::string(queued.type), std::string(queued.group)});
-        return Status::OK();
-      });
-  if (!s.ok()) return s;
+  for (TaskStatus queued :
+       {TaskStatus::kPending, TaskStatus::kRetryScheduled}) {
+    Status s = store.ForEachEntry(
+        storage::ColumnFamily::kIndex, storage::StatusIndexPrefix(queued),
+        [&](std::string_view key, std::string_view value) {
+          TaskId id = 0;
+          TaskStatus status;
+          std::string_view type;
+          storage::QueueValue entry;
+          if (!storage::DecodeStatusIndexKey(key, &status, &type, &id) ||
+              !storage::DecodeQueueValue(value, &entry)) {
+            return Status::Corruption(
+                "the status index holds a malformed queue entry");
+          }
+          queue.push_back(QueueEntry{id, entry.priority, entry.sequence,
+                                     entry.due_us, std::string(type),
+                                     std::string(entry.group)});
+          return Status::OK();
+        });
+    if (!s.ok()) return s;
+  }
   return queue;
 }
 
 recovery_actor SpawnRecovery(caf::actor_system& system,
                              const storage::TaskStore* store,
+                             const storage::StartLog* start_log,
                              writer_actor writer) {
-  return system.spawn<caf::detached>(RecoveryBehavior, store,
+  return system.spawn<caf::detached>(RecoveryBehavior, store, start_log,
                                      std::move(writer));
 }
 

@@ -1,6 +1,8 @@
 #include "actors/scheduler.h"
 
 #include <algorithm>
+#include <cmath>
+#include <deque>
 #include <limits>
 #include <set>
 #include <tuple>
@@ -9,25 +11,84 @@
 #include <caf/all.hpp>
 #include <spdlog/spdlog.h>
 
+#include "actors/claimed_pool.h"
 #include "actors/ready_queue.h"
+#include "actors/thread_name.h"
 #include "runtime/logging.h"
 #include "storage/keys.h"
+#include "storage/start_log.h"
 
 namespace spool::actors {
 namespace {
 
 constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
 
-// An attempt a worker runs.
+// A claimed attempt: in the pool, or run by a worker.
 struct Running {
-  uint32_t worker = 0;
   uint32_t attempt = 0;
   std::string type;
   std::string group;
   std::shared_ptr<internal::AttemptControl> control;
+  // Its start-log slot (StartLog::kNoSlot without a start log).
+  uint32_t slot = storage::StartLog::kNoSlot;
+  int64_t timeout_us = 0;
   // Settled as timed out while the handler still runs: the worker stays busy
   // but the task no longer counts against its limits.
   bool timed_out = false;
+};
+
+// How many tasks to keep claimed ahead: as many as the workers finish while
+// one claim goes to the writer and back, with some margin, so that a worker
+// finishing an attempt finds the next one in the pool. Both figures are
+// moving averages of what the scheduler observes.
+class AheadEstimate {
+ public:
+  // A claim batch went out, or came back committed.
+  void ClaimSent(std::chrono::steady_clock::time_point at, size_t n) {
+    sent_.emplace_back(at, n);
+  }
+  void ClaimsAnswered(std::chrono::steady_clock::time_point at, size_t n) {
+    while (n > 0 && !sent_.empty()) {
+      auto& [sent_at, left] = sent_.front();
+      size_t taken = std::min(left, n);
+      left -= taken;
+      n -= taken;
+      if (left == 0) {
+        double us =
+            std::chrono::duration<double, std::micro>(at - sent_at).count();
+        round_trip_us_ =
+            round_trip_us_ == 0 ? us : 0.8 * round_trip_us_ + 0.2 * us;
+        sent_.pop_front();
+      }
+    }
+  }
+  // An attempt finished.
+  void Finished(std::chrono::steady_clock::time_point at) {
+    ++finished_;
+    double window_us =
+        std::chrono::duration<double, std::micro>(at - window_start_).count();
+    if (window_us >= kWindowUs) {
+      double rate = finished_ / window_us;
+      per_us_ = per_us_ == 0 ? rate : 0.7 * per_us_ + 0.3 * rate;
+      finished_ = 0;
+      window_start_ = at;
+    }
+  }
+  // The target, at most `cap`; at least one per worker until measured.
+  size_t Target(size_t cap, size_t workers) const {
+    if (per_us_ == 0 || round_trip_us_ == 0) return std::min(cap, workers);
+    double want = 1.5 * per_us_ * round_trip_us_ + 1;
+    return static_cast<size_t>(std::min<double>(cap, std::ceil(want)));
+  }
+
+ private:
+  static constexpr double kWindowUs = 10000;
+  std::deque<std::pair<std::chrono::steady_clock::time_point, size_t>> sent_;
+  double round_trip_us_ = 0;
+  double per_us_ = 0;
+  size_t finished_ = 0;
+  std::chrono::steady_clock::time_point window_start_ =
+      std::chrono::steady_clock::now();
 };
 
 // Per type: what limits it, and how much of its limit is used.
@@ -63,8 +124,13 @@ struct SchedulerState {
 
   std::vector<worker_actor> workers;
   std::vector<uint32_t> idle_workers;
+  // Claimed attempts not finished: in the pool, or run by a worker.
   std::unordered_map<TaskId, Running> running;
   size_t claims_in_flight = 0;
+  // Start-log slots not in use, and those reserved for claims in flight.
+  std::vector<uint32_t> free_slots;
+  std::unordered_map<TaskId, uint32_t> claim_slots;
+  AheadEstimate ahead;
   std::vector<Outcome> outcomes_to_send;
   size_t outcomes_in_flight = 0;
 
@@ -270,14 +336,24 @@ void OnTimeout(Self self, TaskId id, uint32_t attempt) {
     return;
   }
   Running& run = it->second;
+  // The timeout runs from the handler's start: a claim may wait in the
+  // pool first.
+  int64_t now = st.NowMicros();
+  int64_t started = run.control->started_us();
+  int64_t due = started == 0 ? now + run.timeout_us : started + run.timeout_us;
+  if (due > now) {
+    st.deadlines.emplace(due, id, attempt);
+    return;
+  }
   run.timed_out = true;
   run.control->Cancel();
-  st.Count(run.type, run.group, -1, st.NowMicros());
+  st.Count(run.type, run.group, -1, now);
   Outcome outcome;
   outcome.id = id;
   outcome.attempt = attempt;
   outcome.status = Status::TimedOut("the attempt ran past its timeout");
   outcome.timed_out = true;
+  outcome.start_slot = run.slot;
   st.outcomes_to_send.push_back(std::move(outcome));
 }
 
@@ -319,10 +395,127 @@ void EnqueueDueSlots(Self self, int64_t now) {
 
 // Sends the outcomes gathered so far and as many claims as idle workers and
 // limits allow, in one go, so that the writer commits them together.
+// Whether a task of this type and group may be claimed ahead of the
+// workers. A task under a concurrency limit is not: claimed, it would hold
+// a place of its limit while it waits in the pool.
+bool MayClaimAhead(SchedulerState& st, const QueueEntry& entry) {
+  if (st.TypeOf(entry.type).policy.max_concurrent != 0) return false;
+  if (entry.group.empty()) return true;
+  auto it = st.groups.find(entry.group);
+  uint32_t limit = it != st.groups.end() ? st.GroupLimit(it->second)
+                                         : st.config.group_concurrency;
+  return limit == 0;
+}
+
+// Claims as many tasks as the idle workers take at once, and as many more
+// as the pool should hold ahead of the busy ones, within the limits and
+// the start log's free slots; sends them to the writer in one message.
+void ClaimNext(Self self, int64_t now) {
+  auto& st = self->state;
+  size_t unstarted = st.config.pool->size() + st.claims_in_flight;
+  size_t direct = st.idle_workers.size() > st.claims_in_flight
+                      ? st.idle_workers.size() - st.claims_in_flight
+                      : 0;
+  size_t target = st.idle_workers.size() +
+                  st.ahead.Target(st.config.claim_ahead, st.workers.size());
+  size_t want = target > unstarted ? target - unstarted : 0;
+  if (st.config.start_log != nullptr) {
+    want = std::min(want, st.free_slots.size());
+  }
+  std::vector<QueueEntry> claims;
+  while (claims.size() < want) {
+    std::optional<QueueEntry> next = st.queue.PopNext();
+    if (!next) break;
+    if (claims.size() >= direct && !MayClaimAhead(st, *next)) {
+      // Its turn comes when a worker is idle; nothing behind it is taken
+      // ahead of it meanwhile.
+      st.queue.Add(*next);
+      break;
+    }
+    st.Count(next->type, next->group, +1, now);
+    st.SpendRate(next->type, now);
+    if (st.config.start_log != nullptr) {
+      st.claim_slots[next->id] = st.free_slots.back();
+      st.free_slots.pop_back();
+    }
+    claims.push_back(std::move(*next));
+  }
+  if (!st.rate_dirty.empty()) {
+    MetaUpdate update;
+    for (const std::string& type : st.rate_dirty) {
+      std::string value;
+      storage::PutBigEndian64(&value,
+                              storage::EncodeTime(st.TypeOf(type).rate_tat_us));
+      update.values.emplace_back(RateStateKey(type), std::move(value));
+    }
+    st.rate_dirty.clear();
+    self->send(st.config.writer, meta_atom::value, std::move(update));
+  }
+  if (!claims.empty()) {
+    st.claims_in_flight += claims.size();
+    st.ahead.ClaimSent(std::chrono::steady_clock::now(), claims.size());
+    self->send(st.config.writer, claim_atom::value, std::move(claims));
+  }
+}
+
+// A reserved start-log slot back to the free list, emptied.
+void ReleaseSlot(SchedulerState& st, uint32_t slot) {
+  if (slot == storage::StartLog::kNoSlot || st.config.start_log == nullptr) {
+    return;
+  }
+  st.config.start_log->Clear(slot);
+  st.free_slots.push_back(slot);
+}
+
+// The end of a claimed attempt, as far as the scheduler's limits go: the
+// outcome goes to the writer with the next batch.
+void Finish(SchedulerState& st, Running done, Outcome outcome, int64_t now) {
+  done.control->ClearProgress();
+  if (done.timed_out) return;  // its timeout outcome went already
+  if (outcome.deferred_until_gate) {
+    st.SetGate(*outcome.deferred_until_gate, /*open=*/false, now);
+  }
+  st.Count(done.type, done.group, -1, now);
+  outcome.start_slot = done.slot;
+  st.outcomes_to_send.push_back(std::move(outcome));
+}
+
+// Takes the tasks `match` selects out of the pool and gives them back to
+// the writer unstarted: their attempts do not count.
+void Recall(Self self, const std::function<bool(const ClaimedTask&)>& match) {
+  auto& st = self->state;
+  int64_t now = st.NowMicros();
+  for (ClaimedTask& task : st.config.pool->Recall(match)) {
+    auto it = st.running.find(task.id);
+    if (it == st.running.end()) continue;
+    Running done = std::move(it->second);
+    st.running.erase(it);
+    Outcome outcome;
+    outcome.id = task.id;
+    outcome.attempt = task.attempt;
+    outcome.started = false;
+    Finish(st, std::move(done), std::move(outcome), now);
+  }
+}
+
+// Hands tasks in the pool to idle workers: one a busy worker has not taken
+// yet, or one that reached the pool after its worker went idle.
+void Rebalance(Self self) {
+  auto& st = self->state;
+  while (!st.idle_workers.empty()) {
+    std::optional<ClaimedTask> task = st.config.pool->Pop();
+    if (!task) return;
+    uint32_t worker = st.idle_workers.back();
+    st.idle_workers.pop_back();
+    self->send(st.workers[worker], run_atom::value, std::move(*task));
+  }
+}
+
 void Dispatch(Self self) {
   auto& st = self->state;
   st.dispatch_scheduled = false;
   int64_t now = st.NowMicros();
+  Rebalance(self);
   st.queue.PromoteDue(now);
   for (auto& [type, load] : st.types) {
     if (load.rate_blocked_until != 0 && load.rate_blocked_until <= now) {
@@ -348,30 +541,7 @@ void Dispatch(Self self) {
   }
 
   if (st.started && !st.stopping && !st.paused && !writes_blocked) {
-    size_t free_slots = st.idle_workers.size() - st.claims_in_flight;
-    std::vector<QueueEntry> claims;
-    while (claims.size() < free_slots) {
-      std::optional<QueueEntry> next = st.queue.PopNext();
-      if (!next) break;
-      st.Count(next->type, next->group, +1, now);
-      st.SpendRate(next->type, now);
-      claims.push_back(std::move(*next));
-    }
-    if (!st.rate_dirty.empty()) {
-      MetaUpdate update;
-      for (const std::string& type : st.rate_dirty) {
-        std::string value;
-        storage::PutBigEndian64(
-            &value, storage::EncodeTime(st.TypeOf(type).rate_tat_us));
-        update.values.emplace_back(RateStateKey(type), std::move(value));
-      }
-      st.rate_dirty.clear();
-      self->send(st.config.writer, meta_atom::value, std::move(update));
-    }
-    if (!claims.empty()) {
-      st.claims_in_flight += claims.size();
-      self->send(st.config.writer, claim_atom::value, std::move(claims));
-    }
+    ClaimNext(self, now);
   }
 
   if (writes_blocked && !st.unblock_tick_pending) {
@@ -390,29 +560,42 @@ void ScheduleDispatch(Self self) {
   self->send(self, dispatch_atom::value);
 }
 
+// Committed claims: to idle workers first, the rest into the pool, where
+// the next worker to finish an attempt takes them.
 void RunClaimed(Self self, std::vector<ClaimedTask>& claimed) {
   auto& st = self->state;
   for (ClaimedTask& task : claimed) {
     --st.claims_in_flight;
-    const storage::TaskRecord& record = *task.record;
+    task.control =
+        std::make_shared<internal::AttemptControl>(task.id, st.config.progress);
+    if (auto slot = st.claim_slots.find(task.id);
+        slot != st.claim_slots.end()) {
+      task.start_slot = slot->second;
+      st.claim_slots.erase(slot);
+    }
+    st.running[task.id] =
+        Running{task.attempt,    task.type,       task.group, task.control,
+                task.start_slot, task.timeout_us, false};
+    if (task.timeout_us > 0) {
+      st.deadlines.emplace(st.NowMicros() + task.timeout_us, task.id,
+                           task.attempt);
+    }
     if (st.idle_workers.empty()) {
-      // Cannot happen: claims never exceed idle workers. Leave the task
-      // running on disk; recovery reschedules it at the next open.
-      st.log->error("task {} was claimed with no idle worker", record.id);
+      st.config.pool->Push(std::move(task));
       continue;
     }
     uint32_t worker = st.idle_workers.back();
     st.idle_workers.pop_back();
-    task.control = std::make_shared<internal::AttemptControl>(
-        record.id, st.config.progress);
-    st.running[record.id] = Running{worker,     record.attempts, record.type,
-                                    task.group, task.control,    false};
-    if (record.timeout_us > 0) {
-      st.deadlines.emplace(st.NowMicros() + record.timeout_us, record.id,
-                           record.attempts);
-    }
     self->send(st.workers[worker], run_atom::value, std::move(task));
   }
+}
+
+// A claim that did not commit: its reserved slot is free again.
+void DropClaimSlot(SchedulerState& st, TaskId id) {
+  auto slot = st.claim_slots.find(id);
+  if (slot == st.claim_slots.end()) return;
+  ReleaseSlot(st, slot->second);
+  st.claim_slots.erase(slot);
 }
 
 void ApplyChanges(Self self, QueueChanges& changes) {
@@ -420,20 +603,33 @@ void ApplyChanges(Self self, QueueChanges& changes) {
   int64_t now = st.NowMicros();
   for (const QueueEntry& entry : changes.queued) st.queue.Add(entry);
   for (TaskId id : changes.dequeued) st.queue.Remove(id);
+  st.ahead.ClaimsAnswered(std::chrono::steady_clock::now(),
+                          changes.claimed.size() + changes.refused.size());
   RunClaimed(self, changes.claimed);
-  for (TaskId id : changes.cancel_requested) {
-    auto it = st.running.find(id);
-    if (it != st.running.end()) it->second.control->Cancel();
+  if (!changes.cancel_requested.empty()) {
+    std::unordered_set<TaskId> cancelled(changes.cancel_requested.begin(),
+                                         changes.cancel_requested.end());
+    for (TaskId id : changes.cancel_requested) {
+      auto it = st.running.find(id);
+      if (it != st.running.end()) it->second.control->Cancel();
+    }
+    // Not started yet: they end cancelled without running.
+    Recall(self, [&](const ClaimedTask& task) {
+      return cancelled.count(task.id) != 0;
+    });
   }
   st.claims_in_flight -= changes.refused.size();
   for (const QueueEntry& entry : changes.refused) {
     st.Count(entry.type, entry.group, -1, now);
+    DropClaimSlot(st, entry.id);
   }
   st.outcomes_in_flight -= changes.settled;
+  for (uint32_t slot : changes.released_slots) ReleaseSlot(st, slot);
   if (!changes.write_status.ok()) {
     st.claims_in_flight -= changes.claim_failed.size();
     for (const QueueEntry& entry : changes.claim_failed) {
       st.Count(entry.type, entry.group, -1, now);
+      DropClaimSlot(st, entry.id);
       st.queue.Add(entry);
     }
     st.outcomes_in_flight -= changes.unsettled.size();
@@ -451,6 +647,11 @@ void Start(Self self, DispatchConfig& config) {
   int64_t now = st.NowMicros();
   st.workers = std::move(config.workers);
   for (uint32_t i = 0; i < st.workers.size(); ++i) st.idle_workers.push_back(i);
+  if (st.config.start_log != nullptr) {
+    for (uint32_t slot = st.config.start_log->slots(); slot > 0; --slot) {
+      st.free_slots.push_back(slot - 1);
+    }
+  }
   for (auto& [type, policy] : config.types) {
     st.TypeOf(type).policy = policy;
     // A stored rate state may still hold the type back after a restart.
@@ -465,33 +666,51 @@ void Start(Self self, DispatchConfig& config) {
   ScheduleDispatch(self);
 }
 
-void OnOutcome(Self self, uint32_t worker, Outcome& outcome) {
+void OnOutcome(Self self, uint32_t worker, Outcome& outcome, bool idle) {
   auto& st = self->state;
-  st.idle_workers.push_back(worker);
+  if (idle) st.idle_workers.push_back(worker);
+  st.ahead.Finished(std::chrono::steady_clock::now());
   auto it = st.running.find(outcome.id);
-  if (it == st.running.end() || it->second.worker != worker ||
-      it->second.attempt != outcome.attempt) {
-    // The attempt timed out and was settled, and its task may even run
-    // again elsewhere; this worker is free now, and that is all.
-    ScheduleDispatch(self);
-    return;
+  if (it != st.running.end() && it->second.attempt == outcome.attempt) {
+    Running done = std::move(it->second);
+    st.running.erase(it);
+    Finish(st, std::move(done), std::move(outcome), st.NowMicros());
   }
-  Running done = std::move(it->second);
-  st.running.erase(it);
-  done.control->ClearProgress();
-  if (!done.timed_out) {
-    int64_t now = st.NowMicros();
-    if (outcome.deferred_until_gate) {
-      st.SetGate(*outcome.deferred_until_gate, /*open=*/false, now);
-    }
-    st.Count(done.type, done.group, -1, now);
-    st.outcomes_to_send.push_back(std::move(outcome));
+  // Otherwise the attempt timed out and was settled, and its task may even
+  // run again elsewhere; the worker's state is all that changed.
+  ScheduleDispatch(self);
+}
+
+// Gives back the pooled tasks a control command names, then forwards the
+// command to the writer: the given-back outcomes go first, so that the
+// command finds those tasks queued again (a cancel cancels them at once, a
+// hold holds them). A task a worker has taken meanwhile is running, and
+// the command treats it so.
+void ForwardControl(Self self, ControlCommand& command) {
+  auto& st = self->state;
+  using Kind = ControlCommand::Kind;
+  if (command.kind == Kind::kCancel || command.kind == Kind::kHold) {
+    TaskId id = command.id;
+    Recall(self, [id](const ClaimedTask& task) { return task.id == id; });
+  } else if (command.kind == Kind::kCancelGroup) {
+    const std::string& group = command.stored_group;
+    Recall(self,
+           [&group](const ClaimedTask& task) { return task.group == group; });
   }
+  if (!st.outcomes_to_send.empty() &&
+      std::chrono::steady_clock::now() >= st.writes_blocked_until) {
+    st.outcomes_in_flight += st.outcomes_to_send.size();
+    self->send(st.config.writer, settle_atom::value,
+               std::move(st.outcomes_to_send));
+    st.outcomes_to_send.clear();
+  }
+  self->send(st.config.writer, control_atom::value, std::move(command));
   ScheduleDispatch(self);
 }
 
 scheduler_actor::behavior_type SchedulerBehavior(Self self,
                                                  SchedulerConfig config) {
+  NameThisThread("spool-scheduler");
   auto& st = self->state;
   st.config = std::move(config);
   st.log = Logger();
@@ -505,8 +724,8 @@ scheduler_actor::behavior_type SchedulerBehavior(Self self,
         ApplyChanges(self, changes);
       },
       [self](start_atom, DispatchConfig& dispatch) { Start(self, dispatch); },
-      [self](outcome_atom, uint32_t worker, Outcome& outcome) {
-        OnOutcome(self, worker, outcome);
+      [self](outcome_atom, uint32_t worker, Outcome& outcome, bool idle) {
+        OnOutcome(self, worker, outcome, idle);
       },
       [self](tick_atom) {
         auto& s = self->state;
@@ -523,10 +742,17 @@ scheduler_actor::behavior_type SchedulerBehavior(Self self,
       [self](stop_atom, Completion& done) {
         self->state.stopping = true;
         self->state.stops.push_back(std::move(done));
+        Recall(self, [](const ClaimedTask&) { return true; });
         ScheduleDispatch(self);
       },
       [self](pause_atom, const std::string& type, bool paused) {
         auto& s = self->state;
+        if (paused) {
+          // A pause stops tasks from starting, claimed ones too.
+          Recall(self, [&type](const ClaimedTask& task) {
+            return type.empty() || task.type == type;
+          });
+        }
         if (type.empty()) {
           s.paused = paused;
         } else {
@@ -547,8 +773,18 @@ scheduler_actor::behavior_type SchedulerBehavior(Self self,
         ScheduleDispatch(self);
       },
       [self](gate_atom, const std::string& gate, bool open) {
-        self->state.SetGate(gate, open, self->state.NowMicros());
+        auto& s = self->state;
+        s.SetGate(gate, open, s.NowMicros());
+        if (!open) {
+          Recall(self, [&](const ClaimedTask& task) {
+            const auto& gates = s.TypeOf(task.type).policy.requires_gates;
+            return std::find(gates.begin(), gates.end(), gate) != gates.end();
+          });
+        }
         ScheduleDispatch(self);
+      },
+      [self](control_atom, ControlCommand& command) {
+        ForwardControl(self, command);
       },
       [self](dispatch_atom) { Dispatch(self); },
   };

@@ -5,10 +5,13 @@
 // at open; afterwards the writer reports every change, so dispatch never
 // touches RocksDB and never walks deleted index keys.
 //
-// Claims go to the writer, no more than there are idle workers and no more
-// than the per-type, per-group and rate limits allow; claimed tasks go to
-// workers; outcomes come back and go to the writer in batches, together with
-// the next claims, so that one commit settles one task and claims the next.
+// Claims go to the writer, for the idle workers and for a pool of tasks
+// claimed ahead of the busy ones (actors/claimed_pool.h), no more than the
+// per-type, per-group and rate limits allow; committed claims go to idle
+// workers or into the pool, from which a worker that finishes takes its
+// next task without a message; outcomes come back and go to the writer in
+// batches, together with the next claims, so that one commit settles
+// finished tasks and claims the next ones.
 // It also owns the attempt timers (timeouts), the cancellation tokens of
 // running attempts, and the periodic tasks' slots.
 
@@ -27,6 +30,8 @@
 
 #include "actors/actors.h"
 #include "actors/attempt_control.h"
+#include "actors/claimed_pool.h"
+#include "storage/start_log.h"
 
 namespace caf {
 class actor_system;
@@ -46,6 +51,13 @@ struct SchedulerConfig {
   std::function<TaskId()> allocate_id;
   // How long to wait before claiming again after a failed write.
   std::chrono::milliseconds storage_retry_delay{100};
+  // Tasks claimed ahead of the workers, shared with them.
+  std::shared_ptr<ClaimedPool> pool;
+  // The most tasks kept claimed ahead (runtime.claim_ahead).
+  size_t claim_ahead = 256;
+  // Where workers record starts (null: nowhere). Its slots bound the
+  // attempts in flight; the scheduler hands them out and clears them.
+  storage::StartLog* start_log = nullptr;
 };
 
 // Spawns the scheduler on the actor system's shared threads: it never

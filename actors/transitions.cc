@@ -9,7 +9,7 @@ namespace {
 constexpr int64_t kMaxRetryDelayUs = int64_t{365} * 24 * 3600 * 1000000;
 
 // Fails the attempt: another one if the policy allows it, else failed.
-void FailAttempt(storage::TaskRecord* record, std::string_view error,
+void FailAttempt(storage::StateRecord* record, std::string_view error,
                  bool permanent, int64_t now_us, double unit_random,
                  std::optional<int64_t> delay_override_us = std::nullopt) {
   storage::RecordFailure(record, record->attempts, now_us, error);
@@ -74,8 +74,8 @@ DependencyVerdict JudgeDependencies(const std::vector<DependencyState>& deps,
           ""};
 }
 
-void ApplyVerdict(storage::TaskRecord* record, const DependencyVerdict& verdict,
-                  int64_t now_us) {
+void ApplyVerdict(storage::StateRecord* record,
+                  const DependencyVerdict& verdict, int64_t now_us) {
   record->updated_us = now_us;
   switch (verdict.kind) {
     case DependencyVerdict::Kind::kReady:
@@ -101,11 +101,11 @@ void ApplyVerdict(storage::TaskRecord* record, const DependencyVerdict& verdict,
   }
 }
 
-bool IsActive(const storage::TaskRecord& record) {
+bool IsActive(const storage::StateRecord& record) {
   return !IsTerminal(record.status);
 }
 
-void CancelNow(storage::TaskRecord* record, std::string_view reason,
+void CancelNow(storage::StateRecord* record, std::string_view reason,
                int64_t now_us) {
   record->status = TaskStatus::kCancelled;
   record->next_attempt_us = 0;
@@ -114,7 +114,7 @@ void CancelNow(storage::TaskRecord* record, std::string_view reason,
   record->updated_us = now_us;
 }
 
-void PrepareManualRetry(storage::TaskRecord* record,
+void PrepareManualRetry(storage::StateRecord* record,
                         const std::optional<RetryPolicy>& policy,
                         int64_t now_us) {
   if (policy) {
@@ -129,66 +129,91 @@ void PrepareManualRetry(storage::TaskRecord* record,
   record->updated_us = now_us;
 }
 
-void HoldTask(storage::TaskRecord* record, int64_t now_us) {
+void HoldTask(storage::StateRecord* record, int64_t now_us) {
   record->status = TaskStatus::kHeld;
   record->updated_us = now_us;
 }
 
-storage::TaskRecord NewRecord(const NewTask& task, uint64_t sequence,
-                              int64_t now_us,
-                              const DependencyVerdict& verdict) {
-  storage::TaskRecord record;
+NewRecords NewRecord(const NewTask& task, uint64_t sequence, int64_t now_us,
+                     const DependencyVerdict& verdict, std::string stored_group,
+                     std::string stored_dedup_key) {
+  NewRecords out;
+  storage::SpecRecord& spec = out.spec;
+  spec.id = task.id;
+  spec.type = task.type;
+  spec.payload = task.payload;
+  spec.created_us = now_us;
+  spec.group = task.group;
+  spec.dedup_key = task.dedup_key;
+  spec.idempotency_key = task.idempotency_key;
+  spec.payload_version = task.payload_version;
+  spec.periodic_name = task.periodic_name;
+  spec.periodic_slot_us = task.periodic_slot_us;
+
+  storage::StateRecord& record = out.state;
   record.id = task.id;
-  record.type = task.type;
-  record.payload = task.payload;
   record.status = TaskStatus::kPending;
-  record.priority = task.priority;
   record.attempts = 0;
   record.max_attempts =
       task.retry.kind == RetryPolicy::Kind::kNone ? 1 : task.retry.max_attempts;
-  record.created_us = now_us;
   record.updated_us = now_us;
   record.next_attempt_us = task.run_at_us > now_us ? task.run_at_us : 0;
-  record.sequence = sequence;
   record.retry = task.retry;
-  record.group = task.group;
-  record.dedup_key = task.dedup_key;
-  record.idempotency_key = task.idempotency_key;
+  record.type = task.type;
+  record.priority = task.priority;
+  record.sequence = sequence;
+  record.stored_group = std::move(stored_group);
+  record.stored_dedup_key = std::move(stored_dedup_key);
   record.depends_on = task.depends_on;
   record.on_dependency_failure = task.on_dependency_failure;
   record.timeout_us = task.timeout_us;
-  record.payload_version = task.payload_version;
-  record.periodic_name = task.periodic_name;
-  record.periodic_slot_us = task.periodic_slot_us;
   if (!record.depends_on.empty()) ApplyVerdict(&record, verdict, now_us);
-  return record;
+  return out;
 }
 
-bool IsQueued(const storage::TaskRecord& record) {
+bool IsQueued(const storage::StateRecord& record) {
   return record.status == TaskStatus::kPending ||
          record.status == TaskStatus::kRetryScheduled;
 }
 
-QueueEntry QueueEntryOf(const storage::TaskRecord& record) {
+QueueEntry QueueEntryOf(const storage::StateRecord& record) {
   return QueueEntry{record.id,       record.priority,
                     record.sequence, record.next_attempt_us,
-                    record.type,     record.group};
+                    record.type,     record.stored_group};
 }
 
-void Claim(storage::TaskRecord* record, int64_t now_us) {
+void Claim(storage::StateRecord* record, int64_t now_us) {
   record->status = TaskStatus::kRunning;
   record->attempts += 1;
   record->updated_us = now_us;
   record->next_attempt_us = 0;
 }
 
-bool OutcomeMatches(const storage::TaskRecord& record, const Outcome& outcome) {
+bool OutcomeMatches(const storage::StateRecord& record,
+                    const Outcome& outcome) {
   return record.status == TaskStatus::kRunning &&
          record.attempts == outcome.attempt;
 }
 
-void Settle(storage::TaskRecord* record, const Outcome& outcome, int64_t now_us,
-            double unit_random) {
+void ReturnUnstarted(storage::StateRecord* record, int64_t now_us) {
+  if (record->attempts > 0) record->attempts -= 1;
+  if (record->cancel_requested) {
+    CancelNow(record, "cancelled before the attempt started", now_us);
+    return;
+  }
+  record->status =
+      record->attempts > 0 ? TaskStatus::kRetryScheduled : TaskStatus::kPending;
+  record->next_attempt_us = 0;
+  record->handoff_reference.clear();
+  record->updated_us = now_us;
+}
+
+void Settle(storage::StateRecord* record, const Outcome& outcome,
+            int64_t now_us, double unit_random) {
+  if (!outcome.started) {
+    ReturnUnstarted(record, now_us);
+    return;
+  }
   if (outcome.deferred_until_gate && !record->cancel_requested) {
     // Back to the queue in its place; the attempt did not happen.
     record->status = TaskStatus::kPending;
@@ -222,7 +247,7 @@ void Settle(storage::TaskRecord* record, const Outcome& outcome, int64_t now_us,
               unit_random, outcome.delay_us);
 }
 
-void Interrupt(storage::TaskRecord* record, int64_t now_us,
+void Interrupt(storage::StateRecord* record, int64_t now_us,
                double unit_random) {
   if (record->cancel_requested) {
     if (record->attempts == 0) record->attempts = 1;

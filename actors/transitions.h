@@ -40,58 +40,73 @@ struct DependencyVerdict {
 DependencyVerdict JudgeDependencies(const std::vector<DependencyState>& deps,
                                     DependencyFailure policy);
 
-// A new record for `task` with its dependencies judged: pending (at once or
-// at its run_at time), waiting, or cancelled/failed because of a dependency.
-storage::TaskRecord NewRecord(const NewTask& task, uint64_t sequence,
-                              int64_t now_us,
-                              const DependencyVerdict& verdict = {});
+// The stored values of a new task.
+struct NewRecords {
+  storage::SpecRecord spec;
+  storage::StateRecord state;
+};
+
+// The values of a new task for `task`, with its dependencies judged: pending
+// (at once or at its run_at time), waiting, or cancelled/failed because of a
+// dependency. `stored_group` and `stored_dedup_key` are the group and dedup
+// key in stored form (TaskStore::StoredGroup, StoredDedupKey).
+NewRecords NewRecord(const NewTask& task, uint64_t sequence, int64_t now_us,
+                     const DependencyVerdict& verdict, std::string stored_group,
+                     std::string stored_dedup_key);
 
 // Moves a waiting (or just released, or manually retried) task to where its
 // dependencies' verdict puts it.
-void ApplyVerdict(storage::TaskRecord* record, const DependencyVerdict& verdict,
-                  int64_t now_us);
+void ApplyVerdict(storage::StateRecord* record,
+                  const DependencyVerdict& verdict, int64_t now_us);
 
 // Active: not succeeded, failed or cancelled.
-bool IsActive(const storage::TaskRecord& record);
+bool IsActive(const storage::StateRecord& record);
 
 // Cancels a task that is not running. REQUIRES: IsActive(*record).
-void CancelNow(storage::TaskRecord* record, std::string_view reason,
+void CancelNow(storage::StateRecord* record, std::string_view reason,
                int64_t now_us);
 
 // Prepares a failed or cancelled task to run again: a fresh attempt budget,
 // optionally a new policy; its place in the order is kept.
-void PrepareManualRetry(storage::TaskRecord* record,
+void PrepareManualRetry(storage::StateRecord* record,
                         const std::optional<RetryPolicy>& policy,
                         int64_t now_us);
 
 // Parks a task (Hold), or returns it (Release: the verdict of its
 // dependencies decides where).
-void HoldTask(storage::TaskRecord* record, int64_t now_us);
+void HoldTask(storage::StateRecord* record, int64_t now_us);
 
 // Pending or retry-scheduled: the scheduler may claim it.
-bool IsQueued(const storage::TaskRecord& record);
+bool IsQueued(const storage::StateRecord& record);
 
 // The record's place in the queue. REQUIRES: IsQueued(record).
-QueueEntry QueueEntryOf(const storage::TaskRecord& record);
+QueueEntry QueueEntryOf(const storage::StateRecord& record);
 
 // Claims the task for an attempt: running, the attempt counted (so that a
 // crash during it still consumes it). REQUIRES: IsQueued(*record).
-void Claim(storage::TaskRecord* record, int64_t now_us);
+void Claim(storage::StateRecord* record, int64_t now_us);
 
 // Applies the outcome of the running attempt: succeeded; or, after a failure,
-// retry-scheduled when the policy allows another attempt, else failed.
-// `unit_random` in [0, 1) drives jitter. REQUIRES: the record is running the
-// attempt the outcome names.
-void Settle(storage::TaskRecord* record, const Outcome& outcome, int64_t now_us,
-            double unit_random);
+// retry-scheduled when the policy allows another attempt, else failed; or,
+// for an attempt that never started, back to the queue (or cancelled) with
+// the attempt not counted. `unit_random` in [0, 1) drives jitter.
+// REQUIRES: the task is running the attempt the outcome names.
+void Settle(storage::StateRecord* record, const Outcome& outcome,
+            int64_t now_us, double unit_random);
 
 // Records an attempt that a crash interrupted, then reschedules the task or
 // fails it when it is out of attempts; a task asked to stop is cancelled
 // instead. REQUIRES: status running, not handed off.
-void Interrupt(storage::TaskRecord* record, int64_t now_us, double unit_random);
+void Interrupt(storage::StateRecord* record, int64_t now_us,
+               double unit_random);
 
-// True when `outcome` belongs to the attempt the record is running.
-bool OutcomeMatches(const storage::TaskRecord& record, const Outcome& outcome);
+// Gives back an attempt that was claimed but never started: not counted,
+// and the task back in its place in the queue, or cancelled when a cancel
+// was asked meanwhile. REQUIRES: status running, not handed off.
+void ReturnUnstarted(storage::StateRecord* record, int64_t now_us);
+
+// True when `outcome` belongs to the attempt the task is running.
+bool OutcomeMatches(const storage::StateRecord& record, const Outcome& outcome);
 
 }  // namespace spool::actors
 

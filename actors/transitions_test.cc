@@ -25,8 +25,16 @@ NewTask SampleTask(RetryPolicy retry) {
   return task;
 }
 
+// The state of a new task (the spec is not under test here).
+storage::StateRecord NewState(const NewTask& task, uint64_t sequence,
+                              int64_t now_us,
+                              const DependencyVerdict& verdict = {}) {
+  return NewRecord(task, sequence, now_us, verdict, task.group, task.dedup_key)
+      .state;
+}
+
 TEST(TransitionsTest, NewTaskIsPendingAndReadyUnlessRunAtIsLater) {
-  auto record = NewRecord(SampleTask(RetryPolicy{}), 5, 1000);
+  auto record = NewState(SampleTask(RetryPolicy{}), 5, 1000);
   EXPECT_EQ(record.status, TaskStatus::kPending);
   EXPECT_EQ(record.next_attempt_us, 0);
   EXPECT_EQ(record.sequence, 5u);
@@ -35,13 +43,13 @@ TEST(TransitionsTest, NewTaskIsPendingAndReadyUnlessRunAtIsLater) {
 
   NewTask later = SampleTask(RetryPolicy{});
   later.run_at_us = 5000;
-  EXPECT_EQ(NewRecord(later, 6, 1000).next_attempt_us, 5000);
+  EXPECT_EQ(NewState(later, 6, 1000).next_attempt_us, 5000);
   later.run_at_us = 500;  // already past
-  EXPECT_EQ(NewRecord(later, 7, 1000).next_attempt_us, 0);
+  EXPECT_EQ(NewState(later, 7, 1000).next_attempt_us, 0);
 }
 
 TEST(TransitionsTest, ClaimCountsTheAttempt) {
-  auto record = NewRecord(SampleTask(RetryPolicy{}), 1, 0);
+  auto record = NewState(SampleTask(RetryPolicy{}), 1, 0);
   Claim(&record, 10);
   EXPECT_EQ(record.status, TaskStatus::kRunning);
   EXPECT_EQ(record.attempts, 1u);
@@ -50,7 +58,7 @@ TEST(TransitionsTest, ClaimCountsTheAttempt) {
 
 TEST(TransitionsTest, FailuresRetryWithExponentialBackoffThenFail) {
   auto policy = RetryPolicy::Exponential(3, Duration(100), Duration(1000));
-  auto record = NewRecord(SampleTask(policy), 1, 0);
+  auto record = NewState(SampleTask(policy), 1, 0);
   Outcome failed = MakeOutcome(9, 0, Status::Aborted("boom"), false);
 
   Claim(&record, 0);
@@ -71,18 +79,18 @@ TEST(TransitionsTest, FailuresRetryWithExponentialBackoffThenFail) {
   Settle(&record, failed, 3000, 0.5);
   EXPECT_EQ(record.status, TaskStatus::kFailed);
   EXPECT_EQ(record.attempts, 3u);
-  ASSERT_EQ(record.failures.size(), 3u);
-  EXPECT_EQ(record.failures[2].attempt, 3u);
+  ASSERT_EQ(record.new_failures.size(), 3u);
+  EXPECT_EQ(record.new_failures[2].attempt, 3u);
 }
 
 TEST(TransitionsTest, PermanentFailuresAndNonePolicyNeverRetry) {
-  auto record = NewRecord(SampleTask(RetryPolicy{}), 1, 0);
+  auto record = NewState(SampleTask(RetryPolicy{}), 1, 0);
   Claim(&record, 0);
   Settle(&record, MakeOutcome(9, 1, Status::NotFound("no handler"), true), 1,
          0);
   EXPECT_EQ(record.status, TaskStatus::kFailed);
 
-  auto once = NewRecord(SampleTask(RetryPolicy::None()), 1, 0);
+  auto once = NewState(SampleTask(RetryPolicy::None()), 1, 0);
   EXPECT_EQ(once.max_attempts, 1u);
   Claim(&once, 0);
   Settle(&once, MakeOutcome(9, 1, Status::Aborted("x"), false), 1, 0);
@@ -90,7 +98,7 @@ TEST(TransitionsTest, PermanentFailuresAndNonePolicyNeverRetry) {
 }
 
 TEST(TransitionsTest, SuccessClearsLastErrorButKeepsHistory) {
-  auto record = NewRecord(SampleTask(RetryPolicy::Fixed(2, Duration(0))), 1, 0);
+  auto record = NewState(SampleTask(RetryPolicy::Fixed(2, Duration(0))), 1, 0);
   Claim(&record, 0);
   Settle(&record, MakeOutcome(9, 1, Status::Aborted("x"), false), 1, 0);
   EXPECT_EQ(record.status, TaskStatus::kRetryScheduled);
@@ -99,11 +107,11 @@ TEST(TransitionsTest, SuccessClearsLastErrorButKeepsHistory) {
   Settle(&record, MakeOutcome(9, 2, Status::OK(), false), 3, 0);
   EXPECT_EQ(record.status, TaskStatus::kSucceeded);
   EXPECT_TRUE(record.last_error.empty());
-  EXPECT_EQ(record.failures.size(), 1u);
+  EXPECT_EQ(record.new_failures.size(), 1u);
 }
 
 TEST(TransitionsTest, StaleOutcomesDoNotMatch) {
-  auto record = NewRecord(SampleTask(RetryPolicy{}), 1, 0);
+  auto record = NewState(SampleTask(RetryPolicy{}), 1, 0);
   Claim(&record, 0);
   EXPECT_FALSE(OutcomeMatches(record, MakeOutcome(9, 2, Status::OK(), false)));
   Settle(&record, MakeOutcome(9, 1, Status::OK(), false), 1, 0);
@@ -111,7 +119,7 @@ TEST(TransitionsTest, StaleOutcomesDoNotMatch) {
 }
 
 TEST(TransitionsTest, InterruptedAttemptsCountAndEventuallyFail) {
-  auto record = NewRecord(
+  auto record = NewState(
       SampleTask(RetryPolicy::Exponential(2, Duration(50), Duration(50))), 1,
       0);
   Claim(&record, 0);

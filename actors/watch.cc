@@ -48,8 +48,14 @@ struct WatcherState {
   static inline const char* name = "spool.watcher";
 
   reader_pool_actor readers;
+  std::shared_ptr<std::atomic<size_t>> live_queries;
   std::unordered_map<uint64_t, Entry> entries;
   std::unordered_map<std::string, uint64_t> by_key;
+
+  // Tells the writer how many live queries there are (WatcherConfig).
+  void PublishCount() {
+    if (live_queries) live_queries->store(entries.size());
+  }
   // Subscription id -> entry id.
   std::unordered_map<uint64_t, uint64_t> subscriptions;
   // Inverted indexes: which entries a change may affect. A listing is filed
@@ -209,10 +215,12 @@ void RemoveEntry(Self self, uint64_t id) {
   st.Unindex(it->second);
   st.by_key.erase(it->second.query->key());
   st.entries.erase(it);
+  st.PublishCount();
 }
 
 watch_actor::behavior_type WatcherBehavior(Self self, WatcherConfig config) {
   self->state.readers = std::move(config.readers);
+  self->state.live_queries = std::move(config.live_queries);
   return {
       [self](changed_atom, const ChangeSet& changes) {
         auto& st = self->state;
@@ -264,6 +272,7 @@ watch_actor::behavior_type WatcherBehavior(Self self, WatcherConfig config) {
           st.by_key.emplace(entry.query->key(), entry_id);
           st.IndexOf(entry.query->scope())->insert(entry_id);
           st.entries.emplace(entry_id, std::move(entry));
+          st.PublishCount();
         }
         Entry& entry = st.entries.at(entry_id);
         st.subscriptions[request.id] = entry_id;

@@ -32,6 +32,10 @@ namespace spool::actors {
 struct WatcherConfig {
   // Where the queries run.
   reader_pool_actor readers;
+  // Set to the number of live queries the watcher holds, so that the writer
+  // builds and sends a ChangeSet only when one may need it. Safe to skip at
+  // zero: a query's first run reads a snapshot taken after it was counted.
+  std::shared_ptr<std::atomic<size_t>> live_queries;
 };
 
 // Spawns the watcher on the actor scheduler: it never blocks.

@@ -100,7 +100,7 @@ class WatcherTest : public ::testing::Test {
     config_.set("scheduler.max-threads", size_t{2});
     system_ = std::make_unique<caf::actor_system>(config_);
     pool_ = system_->spawn(FakePool, held_);
-    watcher_ = SpawnWatcher(*system_, WatcherConfig{pool_});
+    watcher_ = SpawnWatcher(*system_, WatcherConfig{pool_, nullptr});
     caf::logger::set_current_actor_system(nullptr);
   }
   void TearDown() override {

@@ -2,6 +2,9 @@
 
 #include <caf/all.hpp>
 
+#include "actors/thread_name.h"
+#include "storage/queries.h"
+
 namespace spool::actors {
 
 namespace {
@@ -11,36 +14,70 @@ namespace {
 // scheduler so that both can be destroyed.
 struct WorkerState {
   static inline const char* name = "spool.worker";
-  uint32_t index = 0;
-  scheduler_actor scheduler;
-  std::shared_ptr<const HandlerRegistry> registry;
+  WorkerConfig config;
+  // The task's spec as read; reused from task to task.
+  std::string spec;
 };
 
+Outcome Unstarted(const ClaimedTask& task) {
+  Outcome outcome;
+  outcome.id = task.id;
+  outcome.attempt = task.attempt;
+  outcome.started = false;
+  return outcome;
+}
+
+// Reads the task's spec, records the start and runs the attempt. A task
+// cancelled while it waited in the pool does not start; a spec that cannot
+// be read runs nothing, and the writer sets the task aside.
+Outcome Run(WorkerState& st, const ClaimedTask& task) {
+  internal::AttemptControl* control = task.control.get();
+  if (control != nullptr && control->cancelled()) return Unstarted(task);
+  const storage::fb::TaskSpec* spec = nullptr;
+  Status s = st.config.store->GetSpec(task.id, &st.spec);
+  if (s.ok()) s = storage::VerifySpec(task.id, st.spec, &spec);
+  if (!s.ok()) {
+    Outcome outcome = Unstarted(task);
+    outcome.status = s.WithContext("reading the task to run it");
+    outcome.unreadable = true;
+    return outcome;
+  }
+  if (st.config.start_log != nullptr &&
+      task.start_slot != storage::StartLog::kNoSlot) {
+    st.config.start_log->Record(task.start_slot, task.id, task.attempt);
+  }
+  if (control != nullptr) {
+    control->MarkStarted(st.config.clock->Now().time_since_epoch().count());
+  }
+  return RunAttempt(*st.config.registry, task, *spec, control);
+}
+
 worker_actor::behavior_type WorkerBehavior(
-    worker_actor::stateful_pointer<WorkerState> self, uint32_t index,
-    scheduler_actor scheduler,
-    std::shared_ptr<const HandlerRegistry> registry) {
-  self->state.index = index;
-  self->state.scheduler = std::move(scheduler);
-  self->state.registry = std::move(registry);
+    worker_actor::stateful_pointer<WorkerState> self, WorkerConfig config) {
+  self->state.config = std::move(config);
+  NameThisThread("spool-worker-" + std::to_string(self->state.config.index));
   return {
-      [self](run_atom, const ClaimedTask& task) {
+      [self](run_atom, ClaimedTask& first) {
         auto& st = self->state;
-        Outcome outcome =
-            RunAttempt(*st.registry, *task.record, task.control.get());
-        self->send(st.scheduler, outcome_atom::value, st.index,
-                   std::move(outcome));
+        // Per thread: readers and the writer do the same.
+        storage::DisablePerfCountersOnThisThread();
+        ClaimedTask task = std::move(first);
+        for (;;) {
+          Outcome outcome = Run(st, task);
+          std::optional<ClaimedTask> next = st.config.pool->Pop();
+          self->send(st.config.scheduler, outcome_atom::value, st.config.index,
+                     std::move(outcome), /*idle=*/!next.has_value());
+          if (!next) return;
+          task = std::move(*next);
+        }
       },
   };
 }
 
 }  // namespace
 
-worker_actor SpawnWorker(caf::actor_system& system, uint32_t index,
-                         scheduler_actor scheduler,
-                         std::shared_ptr<const HandlerRegistry> registry) {
-  return system.spawn<caf::detached>(WorkerBehavior, index,
-                                     std::move(scheduler), std::move(registry));
+worker_actor SpawnWorker(caf::actor_system& system, WorkerConfig config) {
+  return system.spawn<caf::detached>(WorkerBehavior, std::move(config));
 }
 
 }  // namespace spool::actors

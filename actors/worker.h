@@ -6,8 +6,13 @@
 #include <cstdint>
 #include <memory>
 
+#include <spool/clock.h>
+
 #include "actors/actors.h"
+#include "actors/claimed_pool.h"
 #include "actors/handler_registry.h"
+#include "storage/start_log.h"
+#include "storage/task_store.h"
 
 namespace caf {
 class actor_system;
@@ -15,11 +20,24 @@ class actor_system;
 
 namespace spool::actors {
 
-// Spawns worker `index` on a thread of its own (detached): a handler may
-// block. It reports each outcome to `scheduler`.
-worker_actor SpawnWorker(caf::actor_system& system, uint32_t index,
-                         scheduler_actor scheduler,
-                         std::shared_ptr<const HandlerRegistry> registry);
+struct WorkerConfig {
+  uint32_t index = 0;
+  scheduler_actor scheduler;
+  std::shared_ptr<const HandlerRegistry> registry;
+  // Where the worker reads each task's spec (its payload).
+  const storage::TaskStore* store = nullptr;
+  // Where it takes its next task when it finishes one.
+  std::shared_ptr<ClaimedPool> pool;
+  // Where it records each start (null: nowhere).
+  storage::StartLog* start_log = nullptr;
+  // The task clock, for the start time that timeouts run from.
+  std::shared_ptr<Clock> clock;
+};
+
+// Spawns a worker on a thread of its own (detached): a handler may block.
+// Given a task, it runs it, then goes on with the tasks in the pool until
+// the pool is empty, reporting each outcome to the scheduler.
+worker_actor SpawnWorker(caf::actor_system& system, WorkerConfig config);
 
 }  // namespace spool::actors
 

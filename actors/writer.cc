@@ -1,6 +1,7 @@
 #include "actors/writer.h"
 
 #include <chrono>
+#include <ctime>
 #include <random>
 #include <unordered_set>
 
@@ -8,40 +9,38 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/handler_registry.h"
+#include "actors/thread_name.h"
 #include "actors/transitions.h"
 #include "runtime/logging.h"
 #include "storage/queries.h"
+#include "storage/start_log.h"
 
 namespace spool::actors {
 namespace {
 
 using storage::ColumnFamily;
-using storage::IndexEntry;
-using storage::TaskRecord;
+using storage::StateRecord;
 
 bool SameEntry(const QueueEntry& a, const QueueEntry& b) {
   return a.id == b.id && a.priority == b.priority && a.sequence == b.sequence &&
          a.due_us == b.due_us;
 }
 
-// The index entries a queued task has, known without its record.
-std::vector<IndexEntry> KnownIndexEntries(const QueueEntry& entry) {
-  std::vector<IndexEntry> known;
-  if (entry.due_us == 0) {
-    known.push_back({ColumnFamily::kReady,
-                     storage::EncodeReadyKey({entry.priority, entry.sequence}),
-                     ""});
-  } else {
+// The index keys a task whose state cannot be read may have, as far as
+// they are known without the state: with its type, its status entry under
+// any status. The next open rebuilds the index anyway (counts_dirty);
+// these keep the queue from offering the task again meanwhile.
+std::vector<std::string> KnownIndexKeys(TaskId id, const std::string* type,
+                                        const QueueEntry* queued = nullptr) {
+  std::vector<std::string> known;
+  for (size_t i = 0; type != nullptr && i < kTaskStatusCount; ++i) {
     known.push_back(
-        {ColumnFamily::kScheduled,
-         storage::EncodeScheduledKey({entry.due_us, entry.sequence}), ""});
+        storage::StatusIndexKey(static_cast<TaskStatus>(i), *type, id));
   }
-  known.push_back({ColumnFamily::kRunning, storage::TaskKey(entry.id), ""});
+  if (queued != nullptr && queued->due_us != 0) {
+    known.push_back(storage::DueIndexKey(queued->due_us, queued->sequence));
+  }
   return known;
-}
-
-std::vector<IndexEntry> RunningIndexEntry(TaskId id) {
-  return {{ColumnFamily::kRunning, storage::TaskKey(id), ""}};
 }
 
 std::string PeriodicMetaKey(std::string_view name) {
@@ -100,11 +99,11 @@ struct WriterState {
     return *batch.txn;
   }
 
-  // Reads a record for a change. OK, NotFound, or Corruption (the record is
+  // Reads a state for a change. OK, NotFound, or Corruption (the task is
   // moved aside, with the index entries the caller knows of). Any other
   // error aborts the batch.
-  Status Load(TaskId id, std::vector<IndexEntry> known, TaskRecord* record) {
-    Status s = txn().Get(id, record);
+  Status Load(TaskId id, std::vector<std::string> known, StateRecord* record) {
+    Status s = txn().GetState(id, record);
     if (s.ok() || s.IsNotFound()) return s;
     if (s.IsCorruption()) {
       log->error("{}; moving it to the corrupt family, the queue goes on",
@@ -125,7 +124,7 @@ struct WriterState {
     std::vector<DependencyState> states;
     states.reserve(deps.size());
     for (TaskId dep : deps) {
-      TaskRecord record;
+      StateRecord record;
       Status s = Load(dep, {}, &record);
       states.push_back({dep, s.ok() ? std::optional<TaskStatus>(record.status)
                                     : std::nullopt});
@@ -135,7 +134,7 @@ struct WriterState {
 
   // Stages `after` over `before`, then settles the tasks waiting for it if
   // it just finished: the cascade lands in the same batch as its cause.
-  void Stage(const TaskRecord& before, TaskRecord after) {
+  void Stage(const StateRecord& before, StateRecord after) {
     bool finished = IsActive(before) && !IsActive(after);
     TaskId id = after.id;
     txn().Update(std::move(after));
@@ -144,27 +143,29 @@ struct WriterState {
 
   // Re-judges, transitively, every task waiting for `finished`.
   void SettleWaiters(TaskId finished) {
+    // Most queues have no waiting task: then there is nothing to scan.
+    if (txn().MayHave(TaskStatus::kWaiting) == 0) return;
     std::vector<TaskId> work = {finished};
     int64_t now = NowMicros();
     while (!work.empty() && batch.abort.ok()) {
       TaskId dependency = work.back();
       work.pop_back();
       std::vector<TaskId> waiters;
-      Status s = txn().ScanIndex(
-          ColumnFamily::kWaitingOn, storage::WaitingIndexPrefix(dependency), "",
-          [&](std::string_view key, std::string_view) {
-            TaskId waiter = 0;
-            if (storage::DecodeTrailingId(key, &waiter)) {
-              waiters.push_back(waiter);
-            }
-            return true;
-          });
+      Status s =
+          txn().ScanIndex(storage::WaitingIndexPrefix(dependency), "",
+                          [&](std::string_view key, std::string_view) {
+                            TaskId waiter = 0;
+                            if (storage::DecodeTrailingId(key, &waiter)) {
+                              waiters.push_back(waiter);
+                            }
+                            return true;
+                          });
       if (!s.ok()) {
         Abort(s);
         return;
       }
       for (TaskId waiter : waiters) {
-        TaskRecord record;
+        StateRecord record;
         if (!Load(waiter, {}, &record).ok()) continue;
         if (record.status != TaskStatus::kWaiting) continue;
         DependencyVerdict verdict = JudgeDependencies(
@@ -214,11 +215,10 @@ struct WriterState {
         } else {
           std::string value;
           Status s =
-              txn().GetIndex(ColumnFamily::kDedup,
-                             storage::DedupIndexKey(
+              txn().GetIndex(storage::DedupIndexKey(
                                  config.store->StoredDedupKey(task.dedup_key)),
                              &value);
-          if (s.ok() && !storage::DecodeTaskKey(value, &holder)) {
+          if (s.ok() && !storage::DecodeIdValue(value, &holder)) {
             return Status::Corruption("dedup index holds a malformed id");
           }
           if (!s.ok() && !s.IsNotFound()) return s;
@@ -236,8 +236,8 @@ struct WriterState {
         bool earlier_here = false;
         for (size_t j = 0; j < i; ++j) earlier_here |= ids[j] == dep;
         if (earlier_here) continue;
-        TaskRecord record;
-        Status s = txn().Get(dep, &record);
+        StateRecord record;
+        Status s = txn().GetState(dep, &record);
         if (s.IsNotFound()) {
           return Status::NotFound("dependency " + std::to_string(dep) +
                                   " of task " + std::to_string(task.id) +
@@ -268,7 +268,11 @@ struct WriterState {
         verdict = JudgeDependencies(StatesOf(task.depends_on),
                                     task.on_dependency_failure);
       }
-      txn().Insert(NewRecord(task, txn().NextSequence(), now, verdict));
+      NewRecords records =
+          NewRecord(task, txn().NextSequence(), now, verdict,
+                    config.store->StoredGroup(task.group),
+                    config.store->StoredDedupKey(task.dedup_key));
+      txn().Insert(std::move(records.spec), std::move(records.state));
       if (!task.periodic_name.empty()) {
         std::string slot;
         storage::PutBigEndian64(&slot,
@@ -285,8 +289,10 @@ struct WriterState {
     int64_t now = NowMicros();
     for (const QueueEntry& entry : entries) {
       batch.claims.push_back(entry);
-      TaskRecord record;
-      if (!Load(entry.id, KnownIndexEntries(entry), &record).ok() ||
+      StateRecord record;
+      if (!Load(entry.id, KnownIndexKeys(entry.id, &entry.type, &entry),
+                &record)
+               .ok() ||
           !IsQueued(record)) {
         batch.refused.push_back(entry);
         continue;
@@ -300,33 +306,56 @@ struct WriterState {
   void SettleAll(std::vector<Outcome>& outcomes) {
     int64_t now = NowMicros();
     for (Outcome& outcome : outcomes) {
-      TaskRecord record;
-      if (Load(outcome.id, RunningIndexEntry(outcome.id), &record).ok() &&
+      StateRecord record;
+      if (Load(outcome.id, KnownIndexKeys(outcome.id, nullptr), &record).ok() &&
           OutcomeMatches(record, outcome)) {
-        TaskRecord before = record;
-        Settle(&record, outcome, now, UnitRandom());
-        if (outcome.timed_out) batch.timed_out.insert(outcome.id);
-        Stage(before, std::move(record));
+        if (outcome.unreadable) {
+          SetAside(record, outcome.status);
+        } else {
+          StateRecord before = record;
+          Settle(&record, outcome, now, UnitRandom());
+          if (outcome.timed_out) batch.timed_out.insert(outcome.id);
+          Stage(before, std::move(record));
+        }
       }
       batch.outcomes.push_back(std::move(outcome));
     }
   }
 
+  // Sets aside a task whose spec a worker could not read: its state is
+  // readable, so every index entry it has is known.
+  void SetAside(const StateRecord& record, const Status& why) {
+    log->error("{}; moving task {} to the corrupt family, the queue goes on",
+               why.ToString(), record.id);
+    std::vector<std::string> keys;
+    for (storage::IndexEntry& e : storage::IndexEntriesOf(record)) {
+      keys.push_back(std::move(e.key));
+    }
+    txn().Quarantine(record.id, std::move(keys));
+  }
+
   void Recover(RecoverCommand& command) {
     int64_t now = NowMicros();
-    size_t recovered = 0;
+    Recovered recovered;
+    Status prefetched = txn().Prefetch(command.running);
+    if (!prefetched.ok()) Abort(prefetched.WithContext("recovery"));
     for (TaskId id : command.running) {
-      TaskRecord record;
-      if (!Load(id, RunningIndexEntry(id), &record).ok()) continue;
+      StateRecord record;
+      if (!Load(id, KnownIndexKeys(id, nullptr), &record).ok()) continue;
       // A handed-off task was not interrupted: it finishes elsewhere.
       if (record.status != TaskStatus::kRunning ||
           !record.handoff_reference.empty()) {
         continue;
       }
-      TaskRecord before = record;
-      Interrupt(&record, now, UnitRandom());
+      StateRecord before = record;
+      if (command.started && !command.started(id, record.attempts)) {
+        ReturnUnstarted(&record, now);
+        ++recovered.unstarted;
+      } else {
+        Interrupt(&record, now, UnitRandom());
+        ++recovered.interrupted;
+      }
       Stage(before, std::move(record));
-      ++recovered;
     }
     batch.done.push_back(
         [done = std::move(command.done), recovered](const Status& commit) {
@@ -371,10 +400,10 @@ struct WriterState {
       if (!reinstated.ok()) return reinstated.status();
       if (*reinstated) return ControlResult{};
     }
-    TaskRecord record;
+    StateRecord record;
     Status s = Load(command.id, {}, &record);
     if (!s.ok()) return s;
-    TaskRecord before = record;
+    StateRecord before = record;
     int64_t now = NowMicros();
     ControlResult result;
     switch (command.kind) {
@@ -395,18 +424,14 @@ struct WriterState {
                              "; only failed or cancelled tasks can be "
                              "retried");
         }
-        if (!record.dedup_key.empty()) {
+        if (!record.stored_dedup_key.empty()) {
           std::string holder;
-          s = txn().GetIndex(
-              ColumnFamily::kDedup,
-              storage::DedupIndexKey(
-                  config.store->StoredDedupKey(record.dedup_key)),
-              &holder);
+          s = txn().GetIndex(storage::DedupIndexKey(record.stored_dedup_key),
+                             &holder);
           if (s.ok()) {
             return NotActionable(record.id,
                                  "cannot be retried: another active task "
-                                 "holds its dedup key '" +
-                                     record.dedup_key + "'");
+                                 "holds its dedup key");
           }
           if (!s.IsNotFound()) return s;
         }
@@ -489,9 +514,9 @@ struct WriterState {
   }
 
   // Cancels one task as Cancel describes; returns its status afterwards.
-  TaskStatus CancelTask(TaskRecord* record) {
+  TaskStatus CancelTask(StateRecord* record) {
     if (!IsActive(*record)) return record->status;
-    TaskRecord before = *record;
+    StateRecord before = *record;
     int64_t now = NowMicros();
     if (record->status == TaskStatus::kRunning &&
         record->handoff_reference.empty()) {
@@ -511,7 +536,6 @@ struct WriterState {
   Result<ControlResult> CancelGroup(const std::string& group) {
     std::vector<TaskId> members;
     Status s = txn().ScanIndex(
-        ColumnFamily::kByGroup,
         storage::GroupIndexPrefix(config.store->StoredGroup(group)), "",
         [&](std::string_view key, std::string_view value) {
           TaskId id = 0;
@@ -525,7 +549,7 @@ struct WriterState {
     if (!s.ok()) return s;
     ControlResult result;
     for (TaskId id : members) {
-      TaskRecord record;
+      StateRecord record;
       // An earlier cancellation's cascade may have ended it already.
       if (!Load(id, {}, &record).ok() || !IsActive(record)) continue;
       CancelTask(&record);
@@ -537,8 +561,7 @@ struct WriterState {
   // The first task waiting for `id`, or 0.
   Result<TaskId> FirstWaiter(TaskId id) {
     TaskId waiter = 0;
-    Status s = txn().ScanIndex(ColumnFamily::kWaitingOn,
-                               storage::WaitingIndexPrefix(id), "",
+    Status s = txn().ScanIndex(storage::WaitingIndexPrefix(id), "",
                                [&](std::string_view key, std::string_view) {
                                  storage::DecodeTrailingId(key, &waiter);
                                  return false;
@@ -547,39 +570,55 @@ struct WriterState {
     return waiter;
   }
 
+  // The status-index ranges a purge walks, in key order: each purged
+  // status, or, with types given, each of those types within it.
+  static std::vector<std::string> PurgeRanges(const ControlCommand& command) {
+    std::vector<std::string> types = command.purge_types;
+    std::sort(types.begin(), types.end());
+    types.erase(std::unique(types.begin(), types.end()), types.end());
+    std::vector<std::string> ranges;
+    for (size_t i = 0; i < kTaskStatusCount; ++i) {
+      if ((command.purge_statuses & (1u << i)) == 0) continue;
+      auto status = static_cast<TaskStatus>(i);
+      if (types.empty()) ranges.push_back(storage::StatusIndexPrefix(status));
+      for (const std::string& type : types) {
+        ranges.push_back(storage::StatusIndexPrefix(status, type));
+      }
+    }
+    std::sort(ranges.begin(), ranges.end());
+    return ranges;
+  }
+
   // Examines up to purge_step index entries from the cursor and deletes the
   // finished tasks among them that are old enough and needed by no waiting
   // task.
   Result<ControlResult> PurgeStep(const ControlCommand& command) {
     ControlResult result;
     size_t examined = 0;
-    auto status_index = static_cast<size_t>(command.purge_cursor_status);
-    TaskId resume_after = command.purge_cursor_id;
-    for (; status_index < kTaskStatusCount; ++status_index, resume_after = 0) {
-      if ((command.purge_statuses & (1u << status_index)) == 0) continue;
-      auto status = static_cast<TaskStatus>(status_index);
-      std::string prefix = storage::StatusIndexPrefix(status);
-      std::string start =
-          resume_after == 0 ? prefix
-                            : storage::StatusIndexKey(status, resume_after + 1);
+    const std::string& cursor = command.purge_cursor_key;
+    for (const std::string& range : PurgeRanges(command)) {
+      std::string end = storage::PrefixSuccessor(range);
+      if (!cursor.empty() && !end.empty() && end <= cursor) continue;
+      std::string start = cursor > range ? cursor : range;
       std::vector<TaskId> candidates;
-      Status s = txn().ScanIndex(ColumnFamily::kByStatus, prefix, start,
+      std::string last_key;
+      Status s = txn().ScanIndex(range, start,
                                  [&](std::string_view key, std::string_view) {
                                    TaskId id = 0;
-                                   if (storage::DecodeTrailingId(key, &id))
+                                   if (storage::DecodeTrailingId(key, &id)) {
                                      candidates.push_back(id);
+                                   }
+                                   last_key.assign(key);
                                    return ++examined < command.purge_step;
                                  });
       if (!s.ok()) return s;
       for (TaskId id : candidates) {
-        TaskRecord record;
-        if (!Load(id, {}, &record).ok() || record.status != status ||
+        StateRecord record;
+        // A state may have moved on since its index entry was read.
+        if (!Load(id, {}, &record).ok() || IsActive(record) ||
+            (command.purge_statuses &
+             (1u << static_cast<unsigned>(record.status))) == 0 ||
             record.updated_us > command.purge_updated_before_us) {
-          continue;
-        }
-        const auto& types = command.purge_types;
-        if (!types.empty() &&
-            std::find(types.begin(), types.end(), record.type) == types.end()) {
           continue;
         }
         Result<TaskId> waiter = FirstWaiter(id);
@@ -590,9 +629,8 @@ struct WriterState {
       }
       if (examined >= command.purge_step) {
         result.more = true;
-        result.cursor_status = status;
-        result.cursor_id =
-            candidates.empty() ? resume_after : candidates.back();
+        // The smallest key after the last one examined.
+        result.cursor_key = last_key + '\0';
         return result;
       }
     }
@@ -601,9 +639,27 @@ struct WriterState {
 
   // ---- Encryption at rest ----
 
-  // Seals up to purge_step records of one family again with the current
-  // key: `tasks` records by rewriting them unchanged (the commit seals
-  // them), set-aside ones in place. A record no configured key opens is
+  // The values of task `id` in `family` (kTasks or kCorrupt), opened, and
+  // whether they could be: NotFound when the family has none.
+  Status ReadStored(ColumnFamily family, TaskId id, storage::TaskBytes* task,
+                    Status* opened) {
+    bool found = false;
+    Status s = config.store->ScanTasks(
+        family, id,
+        [&](TaskId found_id, storage::TaskBytes& values, const Status& o) {
+          if (found_id != id) return false;
+          found = true;
+          *task = std::move(values);
+          *opened = o;
+          return false;
+        });
+    if (!s.ok()) return s;
+    if (!found) return Status::NotFound("task " + std::to_string(id));
+    return Status::OK();
+  }
+
+  // Seals up to purge_step tasks of one family again with the current key,
+  // every value in place. A task with a value no configured key opens is
   // left as it is and reported; the queue sets it aside when it next uses
   // it.
   Result<ControlResult> ReencryptStep(const ControlCommand& command) {
@@ -612,34 +668,26 @@ struct WriterState {
     std::vector<TaskId> stale;
     TaskId last = 0;
     bool more = false;
+    bool set_aside = command.reencrypt_family == ColumnFamily::kCorrupt;
     Status s = config.store->FindStale(
         command.reencrypt_family, command.reencrypt_after, command.purge_step,
         &stale, &last, &more);
     if (!s.ok()) return s;
     for (TaskId id : stale) {
-      if (command.reencrypt_family == ColumnFamily::kTasks) {
-        TaskRecord record;
-        s = txn().Get(id, &record);
-        if (s.IsNotFound()) continue;  // deleted meanwhile
-        if (s.IsCorruption()) {
-          result.unreadable.push_back(id);
-          continue;
-        }
-        if (!s.ok()) return s;
-        txn().Update(std::move(record));
-        ++result.count;
-      } else {
-        std::string bytes;
-        s = config.store->GetEntry(ColumnFamily::kCorrupt, storage::TaskKey(id),
-                                   &bytes);
-        if (s.IsNotFound()) continue;
-        if (!s.ok()) return s;
-        if (!config.store->OpenRecord(id, &bytes).ok()) {
-          result.unreadable.push_back(id);
-          continue;
-        }
-        txn().ResealSetAside(id, std::move(bytes));
+      storage::TaskBytes task;
+      Status opened;
+      s = ReadStored(command.reencrypt_family, id, &task, &opened);
+      if (s.IsNotFound()) continue;  // deleted or released meanwhile
+      if (!s.ok()) return s;
+      if (!opened.ok()) {
+        result.unreadable.push_back(id);
+        continue;
+      }
+      txn().Reseal(id, set_aside);
+      if (set_aside) {
         ++result.resealed_set_aside;
+      } else {
+        ++result.count;
       }
     }
     result.more = more;
@@ -647,7 +695,7 @@ struct WriterState {
     return result;
   }
 
-  // Release of a task set aside in `corrupt`: when its record can be read
+  // Release of a task set aside in `corrupt`: when its values can be read
   // now (its key is configured again), returns it to `tasks` and to where
   // it belongs: a queued task to the queue, a held or waiting one as
   // Release and its dependencies decide, a running one (its attempt's fate
@@ -656,29 +704,28 @@ struct WriterState {
   // usual), FailedPrecondition when it still cannot be read or another
   // active task took its dedup key meanwhile.
   Result<bool> ReinstateSetAside(TaskId id) {
-    TaskRecord probe;
-    Status s = txn().Get(id, &probe);
+    StateRecord probe;
+    Status s = txn().GetState(id, &probe);
     if (!s.IsNotFound()) return false;
-    std::string bytes;
-    s = config.store->GetEntry(ColumnFamily::kCorrupt, storage::TaskKey(id),
-                               &bytes);
+    storage::TaskBytes task;
+    Status opened;
+    s = ReadStored(ColumnFamily::kCorrupt, id, &task, &opened);
     if (s.IsNotFound()) return false;
     if (!s.ok()) return s;
-    TaskRecord record;
-    s = config.store->OpenRecord(id, &bytes);
-    if (s.ok()) s = storage::DecodeRecord(id, bytes, &record);
+    StateRecord record;
+    s = opened;
+    if (s.ok()) s = task.Verify(id);
+    if (s.ok()) s = storage::DecodeState(id, task.state(), &record);
     if (!s.ok()) {
       return NotActionable(
           id, "is set aside and still cannot be read (" + s.message() + ")");
     }
-    if (IsActive(record) && !record.dedup_key.empty()) {
+    if (IsActive(record) && !record.stored_dedup_key.empty()) {
       std::string holder;
-      s = txn().GetIndex(ColumnFamily::kDedup,
-                         storage::DedupIndexKey(
-                             config.store->StoredDedupKey(record.dedup_key)),
+      s = txn().GetIndex(storage::DedupIndexKey(record.stored_dedup_key),
                          &holder);
       TaskId holder_id = 0;
-      if (s.ok() && storage::DecodeTaskKey(holder, &holder_id) &&
+      if (s.ok() && storage::DecodeIdValue(holder, &holder_id) &&
           holder_id != id) {
         return NotActionable(id, "cannot return from being set aside: task " +
                                      std::to_string(holder_id) +
@@ -686,7 +733,7 @@ struct WriterState {
       }
       if (!s.ok() && !s.IsNotFound()) return s;
     }
-    TaskRecord as_stored = record;
+    StateRecord as_stored = record;
     int64_t now = NowMicros();
     switch (record.status) {
       case TaskStatus::kRunning:
@@ -722,20 +769,30 @@ struct WriterState {
       bool was_queued = entry.before && IsQueued(*entry.before);
       if (entry.after && IsQueued(*entry.after)) {
         QueueEntry now_entry = QueueEntryOf(*entry.after);
-        now_entry.group = config.store->StoredGroup(now_entry.group);
         if (!was_queued || !SameEntry(QueueEntryOf(*entry.before), now_entry)) {
           changes.queued.push_back(std::move(now_entry));
         }
-      } else if (committed.claimed.count(id) != 0 && entry.after) {
-        changes.claimed.push_back(ClaimedTask{
-            std::make_shared<const TaskRecord>(*entry.after),
-            config.store->StoredGroup(entry.after->group), nullptr});
-      } else if (was_queued) {
+      } else if (was_queued && committed.claimed.count(id) == 0) {
         changes.dequeued.push_back(id);
       }
     }
+    // In the order the scheduler asked for them: its order of priority.
+    for (const QueueEntry& asked : committed.claims) {
+      if (committed.claimed.count(asked.id) == 0) continue;
+      const auto& entry = committed.txn->entries().at(asked.id);
+      if (!entry.after || entry.after->status != TaskStatus::kRunning) continue;
+      const StateRecord& claimed = *entry.after;
+      changes.claimed.push_back(ClaimedTask{
+          asked.id, claimed.attempts, claimed.max_attempts, claimed.priority,
+          claimed.timeout_us, claimed.type, claimed.stored_group, nullptr});
+    }
     changes.refused = committed.refused;
     changes.settled = committed.outcomes.size();
+    for (const Outcome& outcome : committed.outcomes) {
+      if (outcome.start_slot != storage::StartLog::kNoSlot) {
+        changes.released_slots.push_back(outcome.start_slot);
+      }
+    }
     changes.cancel_requested = committed.cancel_requested;
     return changes;
   }
@@ -752,12 +809,13 @@ struct WriterState {
     ChangeSet changes;
     std::unordered_set<std::string> types;
     std::unordered_set<std::string> groups;
-    auto note = [&](const TaskRecord& record) {
+    auto note = [&](const StateRecord& record) {
       changes.statuses |= 1u << static_cast<unsigned>(record.status);
       if (types.insert(record.type).second)
         changes.types.push_back(record.type);
-      if (!record.group.empty() && groups.insert(record.group).second) {
-        changes.groups.push_back(record.group);
+      if (!record.stored_group.empty() &&
+          groups.insert(record.stored_group).second) {
+        changes.groups.push_back(record.stored_group);
       }
     };
     for (const auto& [id, entry] : committed.txn->entries()) {
@@ -776,7 +834,7 @@ struct WriterState {
     for (TaskId id : committed.txn->order()) {
       const auto& entry = committed.txn->entries().at(id);
       if (!entry.after) continue;
-      const TaskRecord& after = *entry.after;
+      const StateRecord& after = *entry.after;
       std::optional<TaskStatus> before;
       if (entry.before) before = entry.before->status;
       if (before == after.status) continue;
@@ -898,6 +956,25 @@ Status CommitToStore(WriterState& st, storage::WriteTxn* txn) {
   return status;
 }
 
+// Counts a commit into the writer's statistics, with the thread's CPU time
+// so far.
+void CountCommit(WriterState& st, const Batch& batch) {
+  WriterStats* stats = st.config.stats.get();
+  if (stats == nullptr) return;
+  size_t changed = batch.txn ? batch.txn->entries().size() : 0;
+  stats->commits.fetch_add(1, std::memory_order_relaxed);
+  stats->tasks_changed.fetch_add(changed, std::memory_order_relaxed);
+  stats->commit_sizes[WriterStats::BucketOf(changed)].fetch_add(
+      1, std::memory_order_relaxed);
+  stats->outcomes.fetch_add(batch.outcomes.size(), std::memory_order_relaxed);
+  stats->claims.fetch_add(batch.claims.size(), std::memory_order_relaxed);
+  timespec cpu;
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) == 0) {
+    stats->cpu_ns.store(uint64_t(cpu.tv_sec) * 1000000000u + cpu.tv_nsec,
+                        std::memory_order_relaxed);
+  }
+}
+
 void CommitBatch(Self self) {
   auto& st = self->state;
   Batch batch = std::move(st.batch);
@@ -940,10 +1017,12 @@ void CommitBatch(Self self) {
         status.ok() ? st.ChangesOf(batch) : st.FailedChangesOf(batch, status);
     self->send(st.scheduler, changes_atom::value, std::move(changes));
   }
-  if (changed && st.change_listener) {
+  if (changed && st.change_listener &&
+      (!st.config.live_queries || st.config.live_queries->load() > 0)) {
     self->send(st.change_listener, changed_atom::value, st.ChangeSetOf(batch));
   }
   for (auto& done : batch.done) done(status);
+  CountCommit(st, batch);
 }
 
 // Counts a command into the batch; commits when the batch is full, and makes
@@ -961,10 +1040,15 @@ void Admit(Self self) {
 }
 
 writer_actor::behavior_type WriterBehavior(Self self, WriterConfig config) {
+  NameThisThread("spool-writer");
   self->state.config = std::move(config);
   self->state.log = Logger();
   return {
       [self](enqueue_atom, EnqueueCommand& command) {
+        if (auto* stats = self->state.config.stats.get()) {
+          stats->enqueued.fetch_add(command.tasks.size(),
+                                    std::memory_order_relaxed);
+        }
         self->state.Enqueue(command);
         Admit(self);
       },
@@ -981,6 +1065,9 @@ writer_actor::behavior_type WriterBehavior(Self self, WriterConfig config) {
         Admit(self);
       },
       [self](control_atom, ControlCommand& command) {
+        if (auto* stats = self->state.config.stats.get()) {
+          stats->controls.fetch_add(1, std::memory_order_relaxed);
+        }
         self->state.Control(command);
         Admit(self);
       },

@@ -17,11 +17,12 @@
 #include <spool/clock.h>
 
 #include "actors/actors.h"
+#include "actors/writer_stats.h"
+#include "storage/task_store.h"
 
 namespace caf {
 class actor_system;
 }
-#include "storage/task_store.h"
 
 namespace spool::actors {
 
@@ -38,6 +39,11 @@ struct WriterConfig {
   std::function<bool()> events_wanted;
   // Test hook: runs on the writer's thread before each commit.
   std::function<void()> before_commit;
+  // How many live queries there are (WatcherConfig::live_queries): a commit
+  // sends its ChangeSet only when there is one. Null: always.
+  std::shared_ptr<const std::atomic<size_t>> live_queries;
+  // Where the writer counts what it does. Null: nowhere.
+  std::shared_ptr<WriterStats> stats;
 };
 
 // Spawns the writer on a thread of its own (detached): a commit waits for

@@ -16,7 +16,10 @@
 //   2. no task is in two states, and every index matches the records
 //      (TaskStore::CheckIndexes);
 //   3. every task running at the kill is, after recovery, retried, failed
-//      or cancelled, with its attempt counted;
+//      or cancelled with its attempt counted, or, if its handler never
+//      started that attempt (a claim ahead, storage/start_log.h), back in
+//      the queue (or cancelled) with the attempt not counted; an attempt
+//      the child reported started is always counted;
 //   4. no task that succeeded durably runs again.
 // Progress goes to stderr; the last line is
 //   kills=N acknowledged=A checked=C violations=V seed=S
@@ -161,9 +164,13 @@ int RunChild(const Flags& flags) {
 
   spool::HandlerOptions retrying;
   retrying.retry = spool::RetryPolicy::Fixed(3, 0us);
+  // With the wall-clock time: a manual retry numbers attempts from 1 again,
+  // and the parent tells this claim's start from an earlier one's by it.
   auto started = [](spool::TaskContext& task) {
+    auto now = std::chrono::duration_cast<std::chrono::microseconds>(
+        std::chrono::system_clock::now().time_since_epoch());
     Say("R " + std::to_string(task.id()) + " " +
-        std::to_string(task.attempt()));
+        std::to_string(task.attempt()) + " " + std::to_string(now.count()));
   };
   auto ok = [&](spool::TaskContext& task) {
     started(task);
@@ -223,11 +230,14 @@ int RunChild(const Flags& flags) {
       std::string type = types[rng() % 5];
       spool::Ticket ticket = runtime->Enqueue(type, "p", o);
       ++in_flight;
-      ticket.stored.Then(
-          [&in_flight, type](const spool::Result<spool::TaskId>& r) {
-            if (r.ok()) Say("E " + std::to_string(*r) + " " + type);
-            --in_flight;
-          });
+      ticket.stored.Then([&in_flight, type, id = ticket.id](
+                             const spool::Result<spool::TaskId>& r) {
+        // A deduplicated enqueue answers with the holder's id, a task
+        // of any type (which a purge may remove): the holder's own
+        // enqueue acknowledged it.
+        if (r.ok() && *r == id) Say("E " + std::to_string(*r) + " " + type);
+        --in_flight;
+      });
       if (ticket.id != 0) known.push_back(ticket.id);
     } else if (op < 75) {
       std::vector<spool::TaskSpec> batch;
@@ -278,7 +288,13 @@ struct Ledger {
   // Acknowledged tasks of type "ephemeral", which purges may remove.
   std::set<spool::TaskId> purgeable;
   std::set<spool::TaskId> succeeded;
-  std::map<spool::TaskId, uint32_t> last_attempt_started;
+  // The last attempt each task reported started, and when (system clock,
+  // microseconds).
+  struct Start {
+    uint32_t attempt = 0;
+    int64_t at_us = 0;
+  };
+  std::map<spool::TaskId, Start> last_attempt_started;
   uint64_t violations = 0;
   uint64_t checked = 0;
 };
@@ -310,19 +326,22 @@ void RunAndKill(const Flags& flags, const std::string& self, uint64_t seed,
   std::string buffer;
   auto handle = [&](const std::string& line) {
     unsigned long long id = 0, attempt = 0;
+    long long at_us = 0;
     char type[32] = {0};
     if (std::sscanf(line.c_str(), "E %llu %31s", &id, type) == 2) {
       ledger->acknowledged.insert(id);
       if (std::strcmp(type, "ephemeral") == 0) ledger->purgeable.insert(id);
     } else if (std::sscanf(line.c_str(), "D %llu", &id) == 1) {
       ledger->succeeded.insert(id);
-    } else if (std::sscanf(line.c_str(), "R %llu %llu", &id, &attempt) == 2) {
+    } else if (std::sscanf(line.c_str(), "R %llu %llu %lld", &id, &attempt,
+                           &at_us) == 3) {
       if (ledger->succeeded.count(id) != 0) {
         Violation(ledger, "task " + std::to_string(id) +
                               " ran again after it succeeded (attempt " +
                               std::to_string(attempt) + ")");
       }
-      ledger->last_attempt_started[id] = static_cast<uint32_t>(attempt);
+      ledger->last_attempt_started[id] = {static_cast<uint32_t>(attempt),
+                                          static_cast<int64_t>(at_us)};
     }
   };
   for (;;) {
@@ -364,7 +383,12 @@ void RunAndKill(const Flags& flags, const std::string& self, uint64_t seed,
 
 void CheckAfterKill(const Flags& flags, Ledger* ledger) {
   // 1-2: with the storage layer, before any recovery.
-  std::map<spool::TaskId, uint32_t> running;
+  // Running at the kill: the attempt, and when it was claimed.
+  struct Claim {
+    uint32_t attempts = 0;
+    int64_t claimed_us = 0;
+  };
+  std::map<spool::TaskId, Claim> running;
   {
     spool::storage::StoreOptions options;
     options.path = flags.dir;
@@ -383,8 +407,8 @@ void CheckAfterKill(const Flags& flags, Ledger* ledger) {
                             (problems.empty() ? s.ToString() : problems[0]));
     }
     for (spool::TaskId id : ledger->acknowledged) {
-      std::string bytes;
-      s = store->GetRaw(id, &bytes);
+      spool::storage::StateRecord record;
+      s = store->ReadState(id, &record);
       ++ledger->checked;
       if (s.IsNotFound()) {
         // A deduplicated enqueue acknowledges the holder's id; other than
@@ -395,8 +419,6 @@ void CheckAfterKill(const Flags& flags, Ledger* ledger) {
         }
         continue;
       }
-      spool::storage::TaskRecord record;
-      s = spool::storage::DecodeRecord(id, bytes, &record);
       if (!s.ok()) {
         Violation(ledger, s.ToString());
         continue;
@@ -409,7 +431,7 @@ void CheckAfterKill(const Flags& flags, Ledger* ledger) {
       }
       if (record.status == spool::TaskStatus::kRunning &&
           record.handoff_reference.empty()) {
-        running[id] = record.attempts;
+        running[id] = {record.attempts, record.updated_us};
       }
     }
   }
@@ -423,7 +445,7 @@ void CheckAfterKill(const Flags& flags, Ledger* ledger) {
               "opening a runtime after the kill failed: " + s.ToString());
     return;
   }
-  for (const auto& [id, attempts] : running) {
+  for (const auto& [id, claim] : running) {
     const auto& info = runtime->GetTask(id).Wait();
     if (!info.ok()) {
       Violation(ledger,
@@ -435,11 +457,24 @@ void CheckAfterKill(const Flags& flags, Ledger* ledger) {
                    info->status == spool::TaskStatus::kFailed ||
                    info->status == spool::TaskStatus::kCancelled ||
                    info->status == spool::TaskStatus::kPending;
-    if (!settled || info->attempts < std::max<uint32_t>(attempts, 1)) {
-      Violation(ledger, "task " + std::to_string(id) +
-                            " was running at the kill and is now " +
-                            spool::TaskStatusName(info->status) + " with " +
-                            std::to_string(info->attempts) + " attempts");
+    uint32_t claimed = std::max<uint32_t>(claim.attempts, 1);
+    bool counted = info->attempts >= claimed;
+    // Given back unstarted: the attempt is not counted.
+    bool given_back = info->attempts + 1 == claimed &&
+                      info->status != spool::TaskStatus::kFailed;
+    auto reported = ledger->last_attempt_started.find(id);
+    // Reported by this claim: a start before it belongs to an earlier run
+    // of the task (a manual retry counts attempts from 1 again).
+    bool started = reported != ledger->last_attempt_started.end() &&
+                   reported->second.attempt == claimed &&
+                   reported->second.at_us >= claim.claimed_us;
+    if (!settled || !(counted || (given_back && !started))) {
+      Violation(
+          ledger,
+          "task " + std::to_string(id) + " was running at the kill (attempt " +
+              std::to_string(claimed) + (started ? ", reported started" : "") +
+              ") and is now " + spool::TaskStatusName(info->status) + " with " +
+              std::to_string(info->attempts) + " attempts");
     }
   }
   const auto& closed = runtime->Close().Wait();

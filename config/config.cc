@@ -368,6 +368,9 @@ const std::vector<KeySpec>& Registry() {
       IntegerKey<&Options::workers, 1, 4096>(
           "runtime", "workers",
           "Worker actors running handlers: the global concurrency limit."),
+      IntegerKey<&Options::claim_ahead, 0, 4096>(
+          "runtime", "claim_ahead",
+          "The most tasks kept claimed ahead of the workers; 0: none."),
       IntegerKey<&Options::scheduler_threads, 1, 256>(
           "runtime", "scheduler_threads",
           "Threads of the actor scheduler for the non-blocking actors."),
@@ -382,6 +385,9 @@ const std::vector<KeySpec>& Registry() {
       IntegerKey<&Options::writer_max_batch, 1, 1'000'000>(
           "writer", "max_batch",
           "The most commands folded into one write batch and one sync."),
+      IntegerKey<&Options::writer_state_cache, 0, 16'777'216>(
+          "writer", "state_cache",
+          "The most queued tasks whose states the writer keeps in memory."),
       EnumKey<&Options::log_level, LogLevelName, LogLevel::kTrace,
               LogLevel::kDebug, LogLevel::kInfo, LogLevel::kWarn,
               LogLevel::kError, LogLevel::kOff>(

@@ -66,6 +66,10 @@ Status Options::Validate() const {
     return bad("runtime.workers must be in [1, 4096], got " +
                std::to_string(workers));
   }
+  if (claim_ahead < 0 || claim_ahead > 4096) {
+    return bad("runtime.claim_ahead must be in [0, 4096], got " +
+               std::to_string(claim_ahead));
+  }
   if (scheduler_threads < 1 || scheduler_threads > 256) {
     return bad("runtime.scheduler_threads must be in [1, 256], got " +
                std::to_string(scheduler_threads));
@@ -73,6 +77,10 @@ Status Options::Validate() const {
   if (group_concurrency > 1'000'000) {
     return bad("runtime.group_concurrency must be in [0, 1000000], got " +
                std::to_string(group_concurrency));
+  }
+  if (writer_state_cache > 16'777'216) {
+    return bad("writer.state_cache must be in [0, 16777216], got " +
+               std::to_string(writer_state_cache));
   }
   if (writer_max_batch < 1 || writer_max_batch > 1'000'000) {
     return bad("writer.max_batch must be in [1, 1000000], got " +

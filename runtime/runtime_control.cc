@@ -39,8 +39,27 @@ Future<ControlResult> RuntimeImpl::SendControl(ControlCommand command) {
   command.done = [promise](const Result<ControlResult>& result) {
     promise.Set(result);
   };
-  caf::anon_send(writer_, actors::control_atom::value, std::move(command));
+  Deliver(std::move(command));
   return promise.GetFuture();
+}
+
+void RuntimeImpl::Deliver(ControlCommand command) {
+  using Kind = ControlCommand::Kind;
+  switch (command.kind) {
+    case Kind::kCancel:
+    case Kind::kHold:
+    case Kind::kCancelGroup:
+      // Through the scheduler: it gives back the named tasks that wait,
+      // claimed ahead, in the pool (actors/claimed_pool.h) first.
+      if (command.kind == Kind::kCancelGroup) {
+        command.stored_group = store_->StoredGroup(command.text);
+      }
+      caf::anon_send(scheduler_, actors::control_atom::value,
+                     std::move(command));
+      return;
+    default:
+      caf::anon_send(writer_, actors::control_atom::value, std::move(command));
+  }
 }
 
 Future<void> RuntimeImpl::SimpleControl(ControlCommand::Kind kind, TaskId id,
@@ -56,7 +75,7 @@ Future<void> RuntimeImpl::SimpleControl(ControlCommand::Kind kind, TaskId id,
   command.done = [promise](const Result<ControlResult>& result) {
     promise.Set(Result<void>(result.status()));
   };
-  caf::anon_send(writer_, actors::control_atom::value, std::move(command));
+  Deliver(std::move(command));
   return promise.GetFuture();
 }
 
@@ -74,7 +93,7 @@ Future<TaskStatus> RuntimeImpl::Cancel(TaskId id) {
       promise.Set(result.status());
     }
   };
-  caf::anon_send(writer_, actors::control_atom::value, std::move(command));
+  Deliver(std::move(command));
   return promise.GetFuture();
 }
 
@@ -96,7 +115,7 @@ Future<uint64_t> RuntimeImpl::CancelGroup(std::string group) {
       promise.Set(result.status());
     }
   };
-  caf::anon_send(writer_, actors::control_atom::value, std::move(command));
+  Deliver(std::move(command));
   return promise.GetFuture();
 }
 
@@ -117,7 +136,7 @@ Future<void> RuntimeImpl::Retry(TaskId id, std::optional<RetryPolicy> policy) {
   command.done = [promise](const Result<ControlResult>& result) {
     promise.Set(Result<void>(result.status()));
   };
-  caf::anon_send(writer_, actors::control_atom::value, std::move(command));
+  Deliver(std::move(command));
   return promise.GetFuture();
 }
 
@@ -203,8 +222,7 @@ Future<uint64_t> RuntimeImpl::Purge(PurgeOptions options) {
             *next_step = nullptr;
             return;
           }
-          run->step.purge_cursor_status = result->cursor_status;
-          run->step.purge_cursor_id = result->cursor_id;
+          run->step.purge_cursor_key = result->cursor_key;
           (*next_step)();
         });
   };

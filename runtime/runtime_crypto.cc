@@ -187,27 +187,19 @@ Future<std::vector<SetAsideTask>> RuntimeImpl::ListSetAside(size_t limit) {
     return Failed<List>(Status::Closed("the runtime is closed"), executor_);
   }
   auto promise = NewPromise<List>();
-  storage::TaskStore* store = store_.get();
   actors::ReadJob job;
-  job.run = [promise, store, limit](const storage::TaskStore::ReadView& view) {
+  job.run = [promise, limit](const storage::TaskStore::ReadView& view) {
     List tasks;
-    std::string bytes;
-    Status s = view.Scan(storage::ColumnFamily::kCorrupt, "", "",
-                         [&](std::string_view key, std::string_view value) {
-                           if (tasks.size() >= limit) return false;
-                           SetAsideTask task;
-                           if (!storage::DecodeTaskKey(key, &task.id))
-                             return true;
-                           bytes.assign(value);
-                           task.reason = store->OpenRecord(task.id, &bytes);
-                           const storage::fb::TaskRecord* table = nullptr;
-                           if (task.reason.ok()) {
-                             task.reason =
-                                 storage::VerifyRecord(task.id, bytes, &table);
-                           }
-                           tasks.push_back(std::move(task));
-                           return true;
-                         });
+    Status s = view.ScanTasks(
+        storage::ColumnFamily::kCorrupt, 0,
+        [&](TaskId id, storage::TaskBytes& values, const Status& opened) {
+          if (tasks.size() >= limit) return false;
+          SetAsideTask task;
+          task.id = id;
+          task.reason = opened.ok() ? values.Verify(id) : opened;
+          tasks.push_back(std::move(task));
+          return true;
+        });
     if (!s.ok()) {
       promise.Set(s);
       return;

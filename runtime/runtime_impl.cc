@@ -12,7 +12,6 @@
 #include "actors/writer.h"
 #include "runtime/logging.h"
 #include "runtime/schedule.h"
-#include "storage/task_record_generated.h"
 
 namespace spool {
 namespace {
@@ -69,6 +68,29 @@ Status OpenWithHooks(const Options& options, TestHooks hooks,
   return RuntimeImpl::Open(options, std::move(hooks), runtime);
 }
 
+WriterStatsSnapshot GetWriterStats(Runtime& runtime) {
+  return static_cast<RuntimeImpl&>(runtime).WriterStats();
+}
+
+WriterStatsSnapshot RuntimeImpl::WriterStats() const {
+  const actors::WriterStats& stats = *writer_stats_;
+  auto get = [](const std::atomic<uint64_t>& v) {
+    return v.load(std::memory_order_relaxed);
+  };
+  WriterStatsSnapshot out;
+  out.cpu_ns = get(stats.cpu_ns);
+  out.commits = get(stats.commits);
+  out.tasks_changed = get(stats.tasks_changed);
+  out.enqueued = get(stats.enqueued);
+  out.claims = get(stats.claims);
+  out.outcomes = get(stats.outcomes);
+  out.controls = get(stats.controls);
+  for (const auto& bucket : stats.commit_sizes) {
+    out.commit_sizes.push_back(get(bucket));
+  }
+  return out;
+}
+
 RuntimeImpl::CallGuard::CallGuard(RuntimeImpl* runtime) : runtime_(runtime) {
   // Sequentially consistent on both sides: either Close sees this call in
   // flight, or this call sees the runtime closed.
@@ -110,6 +132,7 @@ Status RuntimeImpl::OpenInternal() {
   store_options.path = options_.path;
   store_options.durability = options_.durability;
   store_options.env = hooks_.env;
+  store_options.state_cache_entries = options_.writer_state_cache;
   Status s = KeyRingFromOptions(&options_, &store_options.keys);
   if (!s.ok()) return s;
   store_options.accept_plaintext =
@@ -117,6 +140,7 @@ Status RuntimeImpl::OpenInternal() {
   s = storage::TaskStore::Open(store_options, &store_);
   if (!s.ok()) return s;
   next_id_ = store_->reserved_ids();
+  OpenStartLog();
 
   actor_config_ = std::make_unique<caf::actor_system_config>();
   actor_config_->set("scheduler.max-threads",
@@ -128,6 +152,8 @@ Status RuntimeImpl::OpenInternal() {
   writer_config.clock = clock_;
   writer_config.max_batch = options_.writer_max_batch;
   writer_config.before_commit = hooks_.before_commit;
+  writer_config.stats = writer_stats_;
+  writer_config.live_queries = live_queries_;
   writer_config.on_events = [this](std::vector<TaskEvent> events) {
     Publish(std::move(events));
   };
@@ -135,7 +161,8 @@ Status RuntimeImpl::OpenInternal() {
   writer_ = actors::SpawnWriter(*actor_system_, std::move(writer_config));
 
   Promise<actors::RecoveryResult> recovered;
-  auto recovery = actors::SpawnRecovery(*actor_system_, store_.get(), writer_);
+  auto recovery = actors::SpawnRecovery(*actor_system_, store_.get(),
+                                        start_log_.get(), writer_);
   caf::anon_send(recovery, actors::recover_atom::value,
                  actors::RecoveryJob{
                      [recovered](const Result<actors::RecoveryResult>& result) {
@@ -155,6 +182,15 @@ Status RuntimeImpl::OpenInternal() {
     Logger()->warn("recovered {} task(s) interrupted by a crash in {}",
                    recovery_result->interrupted, options_.path);
   }
+  if (recovery_result->unstarted > 0) {
+    Logger()->warn(
+        "{} task(s) were claimed but had not started when the last process "
+        "stopped; they are back in the queue of {} with no attempt spent",
+        recovery_result->unstarted, options_.path);
+  }
+  // What recovery decided from the start log is committed: this process
+  // starts its own records.
+  ResetStartLog();
 
   actors::SchedulerConfig scheduler_config;
   scheduler_config.writer = writer_;
@@ -164,6 +200,9 @@ Status RuntimeImpl::OpenInternal() {
   scheduler_config.group_concurrency = options_.group_concurrency;
   scheduler_config.progress = progress_;
   scheduler_config.allocate_id = [this] { return next_id_.fetch_add(1); };
+  scheduler_config.pool = pool_;
+  scheduler_config.claim_ahead = static_cast<size_t>(options_.claim_ahead);
+  scheduler_config.start_log = start_log_.get();
   scheduler_ =
       actors::SpawnScheduler(*actor_system_, std::move(scheduler_config));
   caf::anon_send(writer_, actors::attach_atom::value, scheduler_);
@@ -189,6 +228,42 @@ RuntimeImpl::~RuntimeImpl() {
   if (opened_) static_cast<void>(Close().Wait());
   if (closer_.joinable()) closer_.join();
   if (own_executor_) own_executor_->Shutdown();
+}
+
+void RuntimeImpl::OpenStartLog() {
+  // Nothing survives a crash of an in-memory store, so there is nothing to
+  // tell apart.
+  if (options_.durability == Durability::kMemory) return;
+  Status s = storage::StartLog::Open(options_.path, &start_log_);
+  if (!s.ok()) {
+    Logger()->warn(
+        "{}; without a start log, every claim a crash interrupts counts its "
+        "attempt, started or not",
+        s.ToString());
+    start_log_.reset();
+    return;
+  }
+  if (!start_log_->previous_trusted()) {
+    Logger()->debug("start log of {} not used for recovery: {}", options_.path,
+                    start_log_->why_untrusted());
+  }
+}
+
+void RuntimeImpl::ResetStartLog() {
+  if (!start_log_) return;
+  // Every attempt in flight holds a slot until its outcome is durable: the
+  // running ones, those claimed ahead or being claimed, and outcomes on
+  // their way, with room to spare.
+  auto slots =
+      static_cast<uint32_t>(2 * (options_.workers + options_.claim_ahead) + 64);
+  Status s = start_log_->Reset(slots);
+  if (!s.ok()) {
+    Logger()->warn(
+        "{}; running without a start log: every claim a crash interrupts "
+        "counts its attempt",
+        s.ToString());
+    start_log_.reset();
+  }
 }
 
 Status RuntimeImpl::RegisterHandler(std::string_view type, Handler handler,
@@ -261,8 +336,15 @@ Status RuntimeImpl::Start() {
   }
   started_ = true;
   for (int i = 0; i < options_.workers; ++i) {
-    workers_.push_back(actors::SpawnWorker(
-        *actor_system_, static_cast<uint32_t>(i), scheduler_, registry));
+    actors::WorkerConfig config;
+    config.index = static_cast<uint32_t>(i);
+    config.scheduler = scheduler_;
+    config.registry = registry;
+    config.store = store_.get();
+    config.pool = pool_;
+    config.start_log = start_log_.get();
+    config.clock = clock_;
+    workers_.push_back(actors::SpawnWorker(*actor_system_, std::move(config)));
   }
   dispatch.workers = workers_;
   caf::anon_send(scheduler_, actors::start_atom::value, std::move(dispatch));
@@ -448,17 +530,15 @@ Future<TaskInfo> RuntimeImpl::GetTask(TaskId id) {
   auto promise = NewPromise<TaskInfo>();
   actors::ReadJob job;
   job.run = [promise, id](const storage::TaskStore::ReadView& view) {
-    std::string bytes;
-    Status s = view.GetRaw(id, &bytes);
+    storage::TaskBytes task;
+    Status s = storage::ReadTask(view, id, &task);
     if (s.IsNotFound()) s = view.ExplainMissing(id, s);
-    const storage::fb::TaskRecord* table = nullptr;
-    if (s.ok()) s = storage::VerifyRecord(id, bytes, &table);
     if (!s.ok()) {
       promise.Set(s);
       return;
     }
     TaskInfo info;
-    storage::FillTaskInfo(*table, &info);
+    storage::FillTaskInfo(task.view(), &info);
     promise.Set(std::move(info));
   };
   job.fail = [promise](const Status& s) { promise.Set(s); };

@@ -15,10 +15,13 @@
 
 #include "actors/actors.h"
 #include "actors/attempt_control.h"
+#include "actors/claimed_pool.h"
 #include "actors/handler_registry.h"
+#include "actors/writer_stats.h"
 #include "runtime/test_hooks.h"
 #include "runtime/thread_executor.h"
 #include "storage/queries.h"
+#include "storage/start_log.h"
 #include "storage/task_store.h"
 
 namespace caf {
@@ -42,6 +45,8 @@ class RuntimeImpl final : public Runtime {
  public:
   static Status Open(const Options& options, TestHooks hooks,
                      std::unique_ptr<Runtime>* runtime);
+  // See GetWriterStats (runtime/test_hooks.h).
+  WriterStatsSnapshot WriterStats() const;
   ~RuntimeImpl() override;
 
   Status RegisterHandler(std::string_view type, Handler handler,
@@ -96,6 +101,12 @@ class RuntimeImpl final : public Runtime {
 
   RuntimeImpl(const Options& options, TestHooks hooks);
   Status OpenInternal();
+  // Opens the start log (storage/start_log.h) for recovery, and after
+  // recovery starts this process's records in it. Without one (an
+  // in-memory store, or a file that cannot be made), recovery counts every
+  // interrupted claim.
+  void OpenStartLog();
+  void ResetStartLog();
   // Checks a task and turns it into a writer command. `what` names it in
   // errors ("task" or "task 3").
   // Checks a task and turns it into a writer command, without an id yet.
@@ -104,6 +115,9 @@ class RuntimeImpl final : public Runtime {
                                   int64_t now_us);
   // Sends a control command; the future resolves with its result.
   Future<actors::ControlResult> SendControl(actors::ControlCommand command);
+  // Sends a control command to the actor that takes it: the writer, or,
+  // for those that name queued tasks, the scheduler first.
+  void Deliver(actors::ControlCommand command);
   // A control command whose result is just done or not.
   Future<void> SimpleControl(actors::ControlCommand::Kind kind, TaskId id,
                              std::string text = {}, std::string error = {});
@@ -126,6 +140,18 @@ class RuntimeImpl final : public Runtime {
   // Set when the runtime made its own executor; shut down at close.
   std::shared_ptr<ThreadExecutor> own_executor_;
   std::unique_ptr<storage::TaskStore> store_;
+  // Null without a start log. Workers write to it and the scheduler clears
+  // it; they are gone (or, stuck in a handler at close, never reach it
+  // again) before it is destroyed.
+  std::unique_ptr<storage::StartLog> start_log_;
+  // The live queries the watcher holds; the writer reads it.
+  std::shared_ptr<std::atomic<size_t>> live_queries_ =
+      std::make_shared<std::atomic<size_t>>(0);
+  std::shared_ptr<actors::WriterStats> writer_stats_ =
+      std::make_shared<actors::WriterStats>();
+  // Tasks claimed ahead of the workers (actors/claimed_pool.h).
+  std::shared_ptr<actors::ClaimedPool> pool_ =
+      std::make_shared<actors::ClaimedPool>();
 
   std::unique_ptr<caf::actor_system_config> actor_config_;
   std::unique_ptr<caf::actor_system> actor_system_;

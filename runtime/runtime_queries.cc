@@ -8,8 +8,10 @@
 // records, or the counts) and builds the result only when the hash changed,
 // so an unchanged re-run costs one read and no copy.
 
+#include <cassert>
 #include <chrono>
 #include <cstring>
+#include <deque>
 #include <functional>
 
 #include <caf/all.hpp>
@@ -101,17 +103,28 @@ uint64_t ErrorHash(const Status& error) {
 
 // ---- Results built from verified records ----
 
-TaskInfo BuildInfo(const storage::fb::TaskRecord& table) {
+TaskInfo BuildInfo(const storage::TaskView& task) {
   TaskInfo info;
-  storage::FillTaskInfo(table, &info);
+  storage::FillTaskInfo(task, &info);
   return info;
 }
 
-std::string BuildJson(const storage::fb::TaskRecord& table,
+std::string BuildJson(const storage::TaskView& task,
                       const storage::JsonPayloadTypes* json_types) {
   std::string json;
-  storage::AppendTaskJson(table, storage::FormatOf(table, json_types), &json);
+  storage::AppendTaskJson(task, storage::FormatOf(task, json_types), &json);
   return json;
+}
+
+// Appends what a task's result depends on to the hash: its state and
+// failure history. The spec is written once per id, so the id stands for
+// it.
+void HashTask(const storage::TaskBytes& task, Hasher* hasher) {
+  hasher->Word(task.view().spec->id());
+  hasher->Bytes(task.state());
+  for (size_t i = 0; i < task.failure_count(); ++i) {
+    hasher->Bytes(task.failure(i));
+  }
 }
 
 // Appends `page`'s records' ids, cursor and unreadable ids to the hash.
@@ -121,25 +134,26 @@ void HashPageInfo(const storage::PageInfo& info, Hasher* hasher) {
   for (TaskId id : info.unreadable) hasher->Word(id);
 }
 
-// The verified records of one page, copied into one buffer at 8-byte
-// aligned offsets (FlatBuffers reads scalars in place).
-class RecordBuffer {
+// The verified tasks of one page, copied out of the reader's buffers. A
+// deque, so that adding one never moves the others (their views point into
+// them).
+class TaskBuffer {
  public:
-  void Add(std::string_view bytes) {
-    size_t offset = (buffer_.size() + 7) & ~size_t{7};
-    buffer_.resize(offset);
-    buffer_.append(bytes.data(), bytes.size());
-    offsets_.push_back(offset);
+  // REQUIRES: `task` is verified.
+  void Add(const storage::TaskBytes& task) {
+    TaskId id = task.view().spec->id();
+    tasks_.emplace_back();
+    tasks_.back().CopyFrom(task);
+    // Verified once already; this only sets up the view of the copy.
+    Status verified = tasks_.back().Verify(id);
+    assert(verified.ok());
+    (void)verified;
   }
-  size_t size() const { return offsets_.size(); }
-  // REQUIRES: the bytes passed VerifyRecord when added.
-  const storage::fb::TaskRecord& at(size_t i) const {
-    return *storage::fb::GetTaskRecord(buffer_.data() + offsets_[i]);
-  }
+  size_t size() const { return tasks_.size(); }
+  const storage::TaskView& at(size_t i) const { return tasks_[i].view(); }
 
  private:
-  std::string buffer_;
-  std::vector<size_t> offsets_;
+  std::deque<storage::TaskBytes> tasks_;
 };
 
 // ---- Live queries ----
@@ -171,9 +185,8 @@ class TaskLiveQuery final : public actors::LiveQuery {
   uint64_t Run(const TaskStore::ReadView& view, bool have_last,
                uint64_t last_hash,
                std::shared_ptr<const void>* result) const override {
-    std::string bytes;
-    const storage::fb::TaskRecord* table = nullptr;
-    Status s = storage::ReadRecord(view, scope_.id, &bytes, &table);
+    storage::TaskBytes task;
+    Status s = storage::ReadTask(view, scope_.id, &task);
     if (!s.ok()) {
       uint64_t hash = ErrorHash(s);
       if (!have_last || hash != last_hash) {
@@ -183,18 +196,18 @@ class TaskLiveQuery final : public actors::LiveQuery {
     }
     Hasher hasher;
     hasher.Word(kRecordTag);
-    hasher.Bytes(bytes);
+    HashTask(task, &hasher);
     if constexpr (kIsJson) {
-      hasher.Word(
-          static_cast<uint64_t>(storage::FormatOf(*table, json_types_.get())));
+      hasher.Word(static_cast<uint64_t>(
+          storage::FormatOf(task.view(), json_types_.get())));
     }
     uint64_t hash = hasher.value();
     if (!have_last || hash != last_hash) {
       if constexpr (kIsJson) {
         *result = std::make_shared<const Result<T>>(
-            BuildJson(*table, json_types_.get()));
+            BuildJson(task.view(), json_types_.get()));
       } else {
-        *result = std::make_shared<const Result<T>>(BuildInfo(*table));
+        *result = std::make_shared<const Result<T>>(BuildInfo(task.view()));
       }
     }
     return hash;
@@ -216,14 +229,16 @@ class TaskLiveQuery final : public actors::LiveQuery {
 template <class T>
 class ListLiveQuery final : public actors::LiveQuery {
  public:
-  ListLiveQuery(storage::ListSpec spec,
+  // `stored_group` is the listing's group as commits name it
+  // (TaskStore::StoredGroup).
+  ListLiveQuery(storage::ListSpec spec, std::string stored_group,
                 std::shared_ptr<const storage::JsonPayloadTypes> json_types,
                 uint64_t json_version)
       : spec_(std::move(spec)), json_types_(std::move(json_types)) {
     scope_.kind = actors::WatchScope::Kind::kList;
     scope_.status = spec_.status;
     scope_.type = spec_.type;
-    scope_.group = spec_.group;
+    scope_.group = std::move(stored_group);
     key_ = kIsJson ? "list/json/" + std::to_string(json_version) + "/"
                    : "list/info/";
     // The filters (as the cursor fingerprints them), the limit and the
@@ -241,19 +256,19 @@ class ListLiveQuery final : public actors::LiveQuery {
   uint64_t Run(const TaskStore::ReadView& view, bool have_last,
                uint64_t last_hash,
                std::shared_ptr<const void>* result) const override {
-    RecordBuffer records;
+    TaskBuffer records;
     storage::PageInfo info;
     Hasher hasher;
     hasher.Word(kPageTag);
     Status s = storage::ListPage(
         view, spec_,
-        [&](std::string_view bytes, const storage::fb::TaskRecord& table) {
-          hasher.Bytes(bytes);
+        [&](const storage::TaskBytes& task) {
+          HashTask(task, &hasher);
           if constexpr (kIsJson) {
             hasher.Word(static_cast<uint64_t>(
-                storage::FormatOf(table, json_types_.get())));
+                storage::FormatOf(task.view(), json_types_.get())));
           }
-          records.Add(bytes);
+          records.Add(task);
         },
         &info);
     if (!s.ok()) {
@@ -375,11 +390,10 @@ Result<std::optional<TaskInfo>> TaskOrNothing(const TaskStore::ReadView& view,
                                               const std::optional<TaskId>& id) {
   if (!found.ok()) return found;
   if (!id) return std::optional<TaskInfo>();
-  std::string bytes;
-  const storage::fb::TaskRecord* table = nullptr;
-  Status s = storage::ReadRecord(view, *id, &bytes, &table);
+  storage::TaskBytes task;
+  Status s = storage::ReadTask(view, *id, &task);
   if (!s.ok()) return s;
-  return std::optional<TaskInfo>(BuildInfo(*table));
+  return std::optional<TaskInfo>(BuildInfo(task.view()));
 }
 
 }  // namespace
@@ -389,6 +403,7 @@ Result<std::optional<TaskInfo>> TaskOrNothing(const TaskStore::ReadView& view,
 void RuntimeImpl::StartQueries() {
   actors::WatcherConfig config;
   config.readers = readers_;
+  config.live_queries = live_queries_;
   watcher_ = actors::SpawnWatcher(*actor_system_, std::move(config));
   watch_link_ = std::make_shared<WatchLink>(watcher_);
   caf::anon_send(writer_, actors::attach_atom::value,
@@ -461,9 +476,9 @@ Future<TaskPage> RuntimeImpl::ListTasks(const TaskQuery& query) {
         storage::PageInfo info;
         Status status = storage::ListPage(
             view, spec,
-            [&](std::string_view, const storage::fb::TaskRecord& table) {
+            [&](const storage::TaskBytes& task) {
               page.tasks.emplace_back();
-              storage::FillTaskInfo(table, &page.tasks.back());
+              storage::FillTaskInfo(task.view(), &page.tasks.back());
             },
             &info);
         if (!status.ok()) return status;
@@ -496,11 +511,10 @@ Future<std::string> RuntimeImpl::GetTaskJson(TaskId id) {
   return RunQuery<std::string>(
       [id, json_types = JsonTypes(nullptr)](
           const TaskStore::ReadView& view) -> Result<std::string> {
-        std::string bytes;
-        const storage::fb::TaskRecord* table = nullptr;
-        Status s = storage::ReadRecord(view, id, &bytes, &table);
+        storage::TaskBytes task;
+        Status s = storage::ReadTask(view, id, &task);
         if (!s.ok()) return s;
-        return BuildJson(*table, json_types.get());
+        return BuildJson(task.view(), json_types.get());
       });
 }
 
@@ -521,19 +535,19 @@ Future<FailureHistory> RuntimeImpl::GetFailureHistory(TaskId id) {
   if (guard.closed()) return Failed<FailureHistory>(ClosedError(), executor_);
   return RunQuery<FailureHistory>(
       [id](const TaskStore::ReadView& view) -> Result<FailureHistory> {
-        std::string bytes;
-        const storage::fb::TaskRecord* table = nullptr;
-        Status s = storage::ReadRecord(view, id, &bytes, &table);
+        storage::TaskBytes task;
+        Status s = storage::ReadTask(view, id, &task);
         if (!s.ok()) return s;
+        const storage::fb::TaskState& state = *task.view().state;
         FailureHistory history;
         history.id = id;
-        history.status = static_cast<TaskStatus>(table->status());
-        history.attempts = table->attempts();
-        history.max_attempts = table->max_attempts();
-        if (table->last_error() != nullptr) {
-          history.last_error = table->last_error()->str();
+        history.status = storage::StatusOf(state);
+        history.attempts = state.attempts();
+        history.max_attempts = state.max_attempts();
+        if (state.last_error() != nullptr) {
+          history.last_error = state.last_error()->str();
         }
-        if (const auto* failures = table->failures()) {
+        if (const auto* failures = task.view().failures) {
           history.failures.reserve(failures->size());
           for (const storage::fb::Failure* f : *failures) {
             history.failures.push_back(TaskInfo::Failure{
@@ -627,7 +641,8 @@ Result<Watch> RuntimeImpl::WatchList(const TaskQuery& query,
   Status s = storage::ParseTaskQuery(query, &spec);
   if (!s.ok()) return s;
   return SubscribeLive<TaskPage>(
-      std::make_shared<ListLiveQuery<TaskPage>>(std::move(spec), nullptr, 0),
+      std::make_shared<ListLiveQuery<TaskPage>>(
+          spec, store_->StoredGroup(spec.group), nullptr, 0),
       std::move(callback));
 }
 
@@ -643,7 +658,8 @@ Result<Watch> RuntimeImpl::WatchListJson(const TaskQuery& query,
   auto json_types = JsonTypes(&version);
   return SubscribeLive<std::string>(
       std::make_shared<ListLiveQuery<std::string>>(
-          std::move(spec), std::move(json_types), version),
+          spec, store_->StoredGroup(spec.group), std::move(json_types),
+          version),
       std::move(callback));
 }
 

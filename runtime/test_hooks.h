@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <memory>
+#include <vector>
 
 #include <spool/runtime.h>
 
@@ -24,6 +25,23 @@ struct TestHooks {
 // Runtime::Open with hooks.
 Status OpenWithHooks(const Options& options, TestHooks hooks,
                      std::unique_ptr<Runtime>* runtime);
+
+// What a runtime's writer has done so far (actors/writer_stats.h), for
+// tools that measure it (spool-bench). Subtract two snapshots to get what
+// happened between them.
+struct WriterStatsSnapshot {
+  uint64_t cpu_ns = 0;
+  uint64_t commits = 0;
+  uint64_t tasks_changed = 0;
+  uint64_t enqueued = 0;
+  uint64_t claims = 0;
+  uint64_t outcomes = 0;
+  uint64_t controls = 0;
+  // Commits by size: bucket i holds commits of up to 2^i tasks changed
+  // (and more than 2^(i-1)).
+  std::vector<uint64_t> commit_sizes;
+};
+WriterStatsSnapshot GetWriterStats(Runtime& runtime);
 
 }  // namespace spool
 

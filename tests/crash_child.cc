@@ -2,8 +2,9 @@
 // event, so that the parent knows what was acknowledged before the kill.
 //
 //   crash_child enqueue DIR          enqueues forever; "ack ID" per stored task
-//   crash_child hang DIR N           enqueues N tasks whose handler prints
-//                                    "started ID ATTEMPT" and never returns
+//   crash_child hang DIR N [--once]  enqueues N tasks whose handler prints
+//                                    "started ID ATTEMPT" and never returns;
+//                                    with --once they allow one attempt
 //   crash_child suicide DIR [--enqueue]
 //                                    runs tasks whose handler kills the
 //                                    process; with --enqueue adds one first
@@ -72,10 +73,11 @@ int EnqueueForever(const std::string& dir) {
   }
 }
 
-int Hang(const std::string& dir, int count) {
+int Hang(const std::string& dir, int count, bool once) {
   auto runtime = OpenAt(dir);
   spool::HandlerOptions handler_options;
-  handler_options.retry = spool::RetryPolicy::Fixed(3, 0us);
+  handler_options.retry =
+      once ? spool::RetryPolicy::None() : spool::RetryPolicy::Fixed(3, 0us);
   spool::Status s = runtime->RegisterHandler(
       "work",
       [](spool::TaskContext& task) {
@@ -130,7 +132,8 @@ int main(int argc, char** argv) {
     return EnqueueForever(argv[2]);
   }
   if (argc >= 4 && std::strcmp(argv[1], "hang") == 0) {
-    return Hang(argv[2], std::atoi(argv[3]));
+    return Hang(argv[2], std::atoi(argv[3]),
+                argc >= 5 && std::strcmp(argv[4], "--once") == 0);
   }
   if (argc >= 3 && std::strcmp(argv[1], "suicide") == 0) {
     return Suicide(argv[2],

@@ -1,6 +1,8 @@
 // Real processes killed with SIGKILL: what was acknowledged survives, what
-// was running is recovered, and a task that kills its process cannot loop.
+// was running is recovered, a claim that never started spends no attempt,
+// and a task that kills its process cannot loop.
 
+#include <fstream>
 #include <set>
 #include <sys/wait.h>
 
@@ -9,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "runtime/test_hooks.h"
+#include "storage/task_store.h"
 #include "tests/child_process.h"
 #include "tests/testing.h"
 
@@ -105,6 +108,87 @@ TEST(CrashTest, RunningTasksAreRecoveredWithTheirAttemptCounted) {
   for (TaskId id : started) EXPECT_EQ(attempts_seen[id], 2u) << id;
   counts = Await(runtime->CountByStatus());
   EXPECT_EQ(counts->of(TaskStatus::kSucceeded), 8u);
+}
+
+// Starts `count` tasks of one attempt each whose handlers hang, in a child
+// with 4 workers, and kills it once 4 have started (the rest are queued or
+// claimed ahead). Returns the started ids, and sets *claimed to the tasks
+// the kill left running on disk: started, or claimed ahead.
+std::set<TaskId> HangAndKillOnce(const std::string& path, int count,
+                                 size_t* claimed) {
+  std::set<TaskId> started;
+  {
+    ChildProcess child(
+        {SPOOL_CRASH_CHILD, "hang", path, std::to_string(count), "--once"});
+    while (started.size() < 4) {
+      auto line = child.ReadLine(kWait);
+      EXPECT_TRUE(line.has_value()) << "child never started its tasks";
+      if (!line) return started;
+      started.insert(std::stoull(line->substr(8)));
+    }
+    child.Kill();
+  }
+  storage::StoreOptions store_options;
+  store_options.path = path;
+  std::unique_ptr<storage::TaskStore> store;
+  Status s = storage::TaskStore::Open(store_options, &store);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  *claimed = store ? store->CountOf(TaskStatus::kRunning) : 0;
+  return started;
+}
+
+TEST(CrashTest, ClaimsThatNeverStartedSpendNoAttempt) {
+  TempDir dir;
+  size_t claimed = 0;
+  std::set<TaskId> started = HangAndKillOnce(dir.Sub("q"), 12, &claimed);
+  ASSERT_EQ(started.size(), 4u);
+  EXPECT_GT(claimed, started.size()) << "nothing was claimed ahead";
+  auto runtime = OpenOrDie(dir.Sub("q"));
+  auto counts = Await(runtime->CountByStatus());
+  ASSERT_TRUE(counts.ok());
+  // The started attempts count, and these tasks allow one: failed. The
+  // ones claimed ahead never ran: back in the queue, attempt not spent.
+  EXPECT_EQ(counts->of(TaskStatus::kFailed), 4u);
+  EXPECT_EQ(counts->of(TaskStatus::kPending), 8u);
+  EXPECT_EQ(counts->of(TaskStatus::kRunning), 0u);
+  for (TaskId id : started) {
+    auto info = Await(runtime->GetTask(id));
+    EXPECT_EQ(info->status, TaskStatus::kFailed) << id;
+    EXPECT_EQ(info->attempts, 1u) << id;
+  }
+  std::atomic<int> ran{0};
+  ASSERT_TRUE(runtime
+                  ->RegisterHandler("work",
+                                    [&](TaskContext& task) {
+                                      EXPECT_EQ(task.attempt(), 1u);
+                                      ++ran;
+                                      return Status::OK();
+                                    })
+                  .ok());
+  ASSERT_TRUE(runtime->Start().ok());
+  ASSERT_TRUE(Await(runtime->Drain()).ok());
+  EXPECT_EQ(ran.load(), 8);
+}
+
+TEST(CrashTest, AfterAMachineRestartEveryClaimCountsItsAttempt) {
+  TempDir dir;
+  size_t claimed = 0;
+  std::set<TaskId> started = HangAndKillOnce(dir.Sub("q"), 12, &claimed);
+  ASSERT_EQ(started.size(), 4u);
+  {
+    // The start log was written in another boot: its last records may be
+    // lost, so it cannot show that a claim did not start.
+    std::fstream log(dir.Sub("q") + "/spool-starts",
+                     std::ios::in | std::ios::out | std::ios::binary);
+    ASSERT_TRUE(log.is_open());
+    log.seekp(16);
+    log.write("another-boot", 12);
+  }
+  auto runtime = OpenOrDie(dir.Sub("q"));
+  auto counts = Await(runtime->CountByStatus());
+  ASSERT_TRUE(counts.ok());
+  EXPECT_EQ(counts->of(TaskStatus::kFailed), claimed);
+  EXPECT_EQ(counts->of(TaskStatus::kPending), 12u - claimed);
 }
 
 TEST(CrashTest, AHandlerThatKillsItsProcessEndsFailedWithoutLooping) {

@@ -360,6 +360,9 @@ TEST(HandOffTest,
   ASSERT_TRUE(h.runtime().Start().ok());
   h.Put("upload", "next");
   ASSERT_TRUE(h.journal.WaitForSize(1)) << "the slot was not released";
+  // The next task may start before the hand-off's outcome is durable.
+  ASSERT_TRUE(testing::WaitUntil(
+      [&] { return !h.Info(id).handoff_reference.empty(); }));
   auto info = h.Info(id);
   EXPECT_EQ(info.status, TaskStatus::kRunning);
   EXPECT_EQ(info.handoff_reference, "transfer-1");

@@ -370,11 +370,12 @@ TEST_F(EncryptionTest, AnAlteredRecordIsSetAsideWhileTheOthersRun) {
     auto store = OpenStore(key_a_);
     std::string stored;
     ASSERT_TRUE(store
-                    ->GetStoredForTesting(storage::ColumnFamily::kTasks, broken,
-                                          &stored)
+                    ->GetStoredForTesting(storage::ColumnFamily::kTasks,
+                                          storage::StateKey(broken), &stored)
                     .ok());
     stored[storage::kSealHeaderBytes + storage::kNonceBytes + 3] ^= 0x01;
-    ASSERT_TRUE(store->PutRawForTesting(broken, stored).ok());
+    ASSERT_TRUE(
+        store->PutRawForTesting(storage::StateKey(broken), stored).ok());
   }
   auto runtime = OpenOrDie(options);
   std::atomic<int> runs{0};
@@ -388,7 +389,7 @@ TEST_F(EncryptionTest, AnAlteredRecordIsSetAsideWhileTheOthersRun) {
   auto info = Await(runtime->GetTask(broken));
   EXPECT_TRUE(info.status().IsCorruption());
   EXPECT_NE(info.status().message().find("task " + std::to_string(broken) +
-                                         " cannot be decrypted"),
+                                         "'s state cannot be decrypted"),
             std::string::npos)
       << info.status().ToString();
   ASSERT_TRUE(runtime->Start().ok());
@@ -433,10 +434,11 @@ TEST_F(EncryptionTest, ARecordCopiedOntoAnotherIdIsRefused) {
     auto store = OpenStore(key_a_);
     std::string stored;
     ASSERT_TRUE(store
-                    ->GetStoredForTesting(storage::ColumnFamily::kTasks, ids[0],
-                                          &stored)
+                    ->GetStoredForTesting(storage::ColumnFamily::kTasks,
+                                          storage::StateKey(ids[0]), &stored)
                     .ok());
-    ASSERT_TRUE(store->PutRawForTesting(ids[1], stored).ok());
+    ASSERT_TRUE(
+        store->PutRawForTesting(storage::StateKey(ids[1]), stored).ok());
   }
   auto runtime = OpenOrDie(options);
   ASSERT_TRUE(runtime->RegisterHandler("t", Ok).ok());

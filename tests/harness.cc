@@ -86,12 +86,14 @@ void TestExecutor::Flush() {
   EXPECT_TRUE(done.Wait()) << "the executor did not run a posted callback";
 }
 
-Harness::Harness(int workers, Durability durability)
+Harness::Harness(int workers, Durability durability,
+                 std::optional<int> claim_ahead)
     : clock_(std::make_shared<ManualClock>(
           Timestamp(std::chrono::seconds(1767225600)))) {
   options_.path = dir_.Sub("queue");
   options_.durability = durability;
   options_.workers = workers;
+  if (claim_ahead) options_.claim_ahead = *claim_ahead;
   options_.clock = clock_;
   options_.close_timeout = std::chrono::seconds(10);
   options_.callback_executor = executor_;

@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -73,9 +74,10 @@ class TestExecutor final : public Executor {
 class Harness {
  public:
   // A runtime on an in-memory store (or `path` on disk), with a manual clock
-  // starting at 2026-01-01 and `workers` workers.
-  explicit Harness(int workers = 4,
-                   Durability durability = Durability::kMemory);
+  // starting at 2026-01-01, `workers` workers and, when given, at most
+  // `claim_ahead` tasks claimed ahead (runtime.claim_ahead).
+  explicit Harness(int workers = 4, Durability durability = Durability::kMemory,
+                   std::optional<int> claim_ahead = std::nullopt);
   ~Harness();
 
   Runtime& runtime() { return *runtime_; }

@@ -451,15 +451,20 @@ TEST_P(QueriesRuntimeTest, IndexesMatchAFullScanAfterARandomMix) {
   ASSERT_TRUE(store->CheckIndexes(&mismatches, &problems).ok());
   EXPECT_EQ(mismatches, 0u) << (problems.empty() ? "" : problems[0]);
   size_t records = 0;
-  ASSERT_TRUE(store
-                  ->ForEachRecord([&](TaskId id, std::string_view bytes) {
-                    storage::TaskRecord r;
-                    EXPECT_TRUE(storage::DecodeRecord(id, bytes, &r).ok());
-                    EXPECT_EQ(statuses[id], r.status) << "task " << id;
-                    ++records;
-                    return Status::OK();
-                  })
-                  .ok());
+  ASSERT_TRUE(
+      store
+          ->ScanTasks(
+              storage::ColumnFamily::kTasks, 0,
+              [&](TaskId id, storage::TaskBytes& task, const Status& opened) {
+                storage::StateRecord r;
+                EXPECT_TRUE(opened.ok());
+                EXPECT_TRUE(task.Verify(id).ok());
+                EXPECT_TRUE(storage::DecodeState(id, task.state(), &r).ok());
+                EXPECT_EQ(statuses[id], r.status) << "task " << id;
+                ++records;
+                return true;
+              })
+          .ok());
   EXPECT_EQ(records, statuses.size());
 }
 

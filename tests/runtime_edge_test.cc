@@ -190,9 +190,12 @@ TEST_F(BadInputTest, ACorruptRecordIsReportedAndSetAsideWhileOthersRun) {
     std::unique_ptr<storage::TaskStore> store;
     ASSERT_TRUE(storage::TaskStore::Open(store_options, &store).ok());
     std::string bytes;
-    ASSERT_TRUE(store->GetRaw(broken, &bytes).ok());
+    ASSERT_TRUE(store
+                    ->GetStoredForTesting(storage::ColumnFamily::kTasks,
+                                          storage::StateKey(broken), &bytes)
+                    .ok());
     for (size_t i = 0; i < bytes.size(); i += 7) bytes[i] ^= 0x5a;
-    ASSERT_TRUE(store->PutRawForTesting(broken, bytes).ok());
+    ASSERT_TRUE(store->PutRawForTesting(storage::StateKey(broken), bytes).ok());
   }
   auto runtime = OpenOrDie(options);
   std::atomic<int> runs{0};

@@ -12,6 +12,9 @@
 
 #include <gtest/gtest.h>
 
+#include "storage/record.h"
+#include "storage/task_store.h"
+
 namespace spool::testing {
 
 // The default bound on a test's wait for a future: a hang fails the test
@@ -57,6 +60,19 @@ class TempDir {
 // held. Tests use it instead of sleeping so that a hang fails.
 bool WaitUntil(const std::function<bool()>& condition,
                std::chrono::milliseconds timeout = std::chrono::seconds(30));
+
+// A task as the writer stores one: its spec and its state.
+struct StoredTask {
+  storage::SpecRecord spec;
+  storage::StateRecord state;
+};
+
+// A new pending task with no retries, ready at once.
+StoredTask PendingTask(TaskId id, std::string type, uint64_t sequence,
+                       std::string payload = "");
+
+// Stages `task` into `txn` (WriteTxn::Insert).
+void InsertTask(storage::WriteTxn* txn, StoredTask task);
 
 }  // namespace spool::testing
 

@@ -103,6 +103,17 @@ struct Options {
   // Default: 4.
   int workers = 4;
 
+  // The most tasks kept claimed ahead of the workers: stored as running
+  // before a worker is free for them, so that a worker finishing one task
+  // starts the next without waiting for a write. The scheduler keeps as
+  // many as the workers finish during one commit, up to this; 0 claims a
+  // task only for an idle worker. Only tasks without a concurrency limit
+  // (per type or group) are claimed ahead. After a crash of the process,
+  // a claimed task that never started goes back to the queue with its
+  // attempt not spent; after a crash of the machine, its attempt counts
+  // (docs/architecture.md, "Claims ahead"). Default: 256.
+  int claim_ahead = 256;
+
   // Threads of the actor scheduler that runs the non-blocking actors
   // (scheduler, reader pool). Default: 2, for a 2-core machine.
   int scheduler_threads = 2;
@@ -110,6 +121,12 @@ struct Options {
   // The most commands the writer folds into one write batch and one sync.
   // Default: 1024.
   size_t writer_max_batch = 1024;
+
+  // The most queued tasks whose states the writer keeps in memory, so that
+  // claiming them reads nothing from storage (about 250 bytes each). The
+  // oldest-stored queued tasks are kept, as they are claimed first; running
+  // tasks are kept regardless. 0 keeps no queued task. Default: 65536.
+  size_t writer_state_cache = 65536;
 
   // At most this many tasks of one group run at once; 0 for no limit.
   // Runtime::SetGroupConcurrency overrides it per group. Default: 0.
