@@ -431,6 +431,95 @@ std::vector<GoalResult> EvaluateGoals(const RunReport& report) {
                              "reads", "list_1000,json,no_filter",
                              "latency_p50_ms", 1, "ms", false));
 
+  // The lean run path (issue 10), against the best peer that ran.
+  auto best_of = [&](const std::vector<std::string>& peers,
+                     const std::string& group, const std::string& variant,
+                     const std::string& metric) {
+    std::string best;
+    std::optional<double> best_value;
+    for (const std::string& peer : peers) {
+      std::optional<double> v = get(group, peer, variant, metric);
+      if (v && (!best_value || (LowerIsBetter(metric) ? *v < *best_value
+                                                      : *v > *best_value))) {
+        best_value = v;
+        best = peer;
+      }
+    }
+    return best;
+  };
+  const std::vector<std::string> queue_peers = {
+      "sqlite", "redis", "redis_plain", "beanstalkd", "postgres"};
+  // spool's figure in (group, variant) ÷ the best peer's in peer_variant.
+  auto best_peer_goal = [&](const std::string& text, const std::string& group,
+                            const std::string& variant,
+                            const std::string& peer_variant,
+                            const std::vector<std::string>& peers,
+                            double target) {
+    GoalResult g;
+    g.issue = "10";
+    g.goal = text;
+    g.scenario = group;
+    g.target = "≥ " + FormatRatio(target);
+    std::string metric = group == "enqueue" ? "ops_per_s" : "tasks_per_s";
+    std::string peer = best_of(peers, group, peer_variant, metric);
+    std::optional<double> s = get(group, "spool", variant, metric);
+    std::optional<double> o =
+        peer.empty() ? std::nullopt : get(group, peer, peer_variant, metric);
+    if (!s) return missing(g, "no spool figure for " + group + " " + variant);
+    if (!o || *o == 0) return missing(g, "no peer figure for " + peer_variant);
+    double r = *s / *o;
+    g.measured = FormatRatio(r) + " (spool " + FormatValue(*s) + " ÷ " + peer +
+                 " " + FormatValue(*o) + ")";
+    g.met = r >= target;
+    g.verdict =
+        *g.met ? "met"
+               : "missed: " + FormatValue(100 * r / target) + "% of the goal";
+    return g;
+  };
+  goals.push_back(value_goal(
+      "10", "Drain of 100,000 no-op tasks at 4 workers: ≥ 50,000 tasks/s",
+      "drain",
+      drain_big.empty() ? "sync,concurrency=4,tasks=100000" : drain_big,
+      "tasks_per_s", 50000, "tasks/s", true));
+  goals.push_back(best_peer_goal(
+      "Drain of 100,000 at 4 workers: ≥ 8× the best peer's drain at 4", "drain",
+      drain_big.empty() ? "sync,concurrency=4,tasks=100000" : drain_big,
+      drain_n.empty() ? "sync,concurrency=4" : drain_n, queue_peers, 8));
+  goals.push_back(value_goal("10", "Drain at concurrency 1: ≥ 20,000 tasks/s",
+                             "drain", "sync,concurrency=1", "tasks_per_s",
+                             20000, "tasks/s", true));
+  goals.push_back(ratio_goal("10", "Drain at concurrency 1: ≥ 4× beanstalkd",
+                             "drain", "sync,concurrency=1", "tasks_per_s",
+                             "beanstalkd", 4, true));
+  goals.push_back(value_goal("10", "Enqueue, 64 callers: ≥ 100,000/s",
+                             "enqueue", "sync,callers=64", "ops_per_s", 100000,
+                             "ops/s", true));
+  goals.push_back(best_peer_goal(
+      "Enqueue, 64 callers: ≥ 2× the best Redis variant", "enqueue",
+      "sync,callers=64", "sync,callers=64", {"redis", "redis_plain"}, 2));
+  goals.push_back(value_goal(
+      "10", "Writer CPU per enqueued task (64 callers): ≤ 5 µs", "enqueue",
+      "sync,callers=64", "writer_cpu_us_per_task", 5, "us", false));
+  goals.push_back(value_goal(
+      "10", "Writer CPU per claim plus outcome (drain of 100,000): ≤ 8 µs",
+      "drain",
+      drain_big.empty() ? "sync,concurrency=4,tasks=100000" : drain_big,
+      "writer_cpu_us_per_task", 8, "us", false));
+  goals.push_back(ratio_goal("10", "Enqueue, 1 caller, p50: ≤ 1.3× rocksdb_raw",
+                             "enqueue", "sync,callers=1", "p50_us",
+                             "rocksdb_raw", 1.3, false));
+  goals.push_back(value_goal("10", "Caller-thread CPU per enqueue, p50: ≤ 3 µs",
+                             "caller_thread", "sync,enqueue", "p50_us", 3, "us",
+                             false));
+  goals.push_back(value_goal(
+      "10", "Recovery of 1,000 interrupted tasks among 10,000: ≤ 20 ms",
+      "recovery", recovery.empty() ? "sync,tasks=10000,running=1000" : recovery,
+      "ms", 20, "ms", false));
+  goals.push_back(
+      value_goal("10", "Opening 101,000 tasks: ≤ 20 ms", "long_history",
+                 history.empty() ? "sync,done=100000,pending=1000" : history,
+                 "open_ms", 20, "ms", false));
+
   // Only the goals of the scenarios this run measured.
   std::vector<GoalResult> selected;
   for (GoalResult& g : goals) {
@@ -477,7 +566,7 @@ std::string FormatTable(const RunReport& report) {
     }
   }
 
-  out << "\ngoals (issues 2, 3, 4 and 6):\n";
+  out << "\ngoals (issues 2, 3, 4, 6 and 10):\n";
   for (const GoalResult& g : EvaluateGoals(report)) {
     out << "  [" << (g.met ? (*g.met ? "met   " : "MISSED") : "  --  ") << "] "
         << g.goal << ": " << (g.measured.empty() ? "-" : g.measured)

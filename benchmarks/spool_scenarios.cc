@@ -24,6 +24,7 @@
 #include "actors/transitions.h"
 #include "benchmarks/reads_bench.h"
 #include "benchmarks/scenarios.h"
+#include "runtime/test_hooks.h"
 #include "storage/record.h"
 #include "storage/task_store.h"
 
@@ -97,7 +98,62 @@ void EmitPercentiles(Reporter* out, const std::string& scenario,
   if (full) Emit(out, scenario, variant, "max_us", samples->Max(), "us");
 }
 
-// A spool runtime on a fresh directory, with a no-op handler for kType that
+// What the writer did between two snapshots, per item (a task enqueued, or
+// a task claimed and settled): its thread's CPU time per item, and the size
+// of its commits (tasks changed per commit: mean, p50, p90 and p99, each as
+// the power of two that bounds it).
+struct WriterWork {
+  std::vector<double> cpu_us_per_item;
+  std::vector<double> mean_commit;
+  std::vector<uint64_t> sizes;  // summed histogram over rounds
+
+  void Add(const WriterStatsSnapshot& before, const WriterStatsSnapshot& after,
+           uint64_t items) {
+    if (items == 0) return;
+    cpu_us_per_item.push_back((after.cpu_ns - before.cpu_ns) / 1e3 / items);
+    uint64_t commits = after.commits - before.commits;
+    if (commits > 0) {
+      mean_commit.push_back(double(after.tasks_changed - before.tasks_changed) /
+                            commits);
+    }
+    sizes.resize(after.commit_sizes.size());
+    for (size_t i = 0; i < after.commit_sizes.size(); ++i) {
+      sizes[i] += after.commit_sizes[i] - before.commit_sizes[i];
+    }
+  }
+
+  // The bound of the bucket holding the commit at `percent`.
+  double SizePercentile(double percent) const {
+    uint64_t total = 0;
+    for (uint64_t n : sizes) total += n;
+    if (total == 0) return 0;
+    uint64_t seen = 0;
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      seen += sizes[i];
+      if (seen * 100.0 >= percent * total) return double(uint64_t{1} << i);
+    }
+    return double(uint64_t{1} << (sizes.size() - 1));
+  }
+
+  void EmitTo(Reporter* out, const std::string& scenario,
+              const std::string& variant, const std::string& per) const;
+};
+
+void WriterWork::EmitTo(Reporter* out, const std::string& scenario,
+                        const std::string& variant,
+                        const std::string& per) const {
+  if (cpu_us_per_item.empty()) return;
+  Emit(out, scenario, variant, "writer_cpu_us_per_" + per,
+       Median(cpu_us_per_item), "us");
+  if (!mean_commit.empty()) {
+    Emit(out, scenario, variant, "commit_tasks_mean", Median(mean_commit),
+         "tasks");
+  }
+  Emit(out, scenario, variant, "commit_tasks_p50", SizePercentile(50), "tasks");
+  Emit(out, scenario, variant, "commit_tasks_p90", SizePercentile(90), "tasks");
+  Emit(out, scenario, variant, "commit_tasks_p99", SizePercentile(99), "tasks");
+}
+
 // counts its runs and notes when the first one happened.
 class SpoolInstance {
  public:
@@ -171,6 +227,7 @@ Status EnqueueScenario(const Plan& plan, const Options& base, Reporter* out) {
     std::vector<double> sequential_rate;
     std::map<int, std::vector<double>> rate;
     std::map<int, Samples> latency;
+    std::map<int, WriterWork> writer;
     for (int round = 1; round <= plan.rounds; ++round) {
       Progress("spool enqueue %s: round %d/%d", m.c_str(), round, plan.rounds);
       // Not started: enqueue alone, as the peers' enqueue stores tasks
@@ -198,10 +255,13 @@ Status EnqueueScenario(const Plan& plan, const Options& base, Reporter* out) {
           plan.sequential_enqueues /
           (MicrosBetween(start, SteadyClock::now()) / 1e6));
       for (int callers : plan.callers) {
+        WriterStatsSnapshot before = GetWriterStats(*runtime);
         CallerRun run =
             RunCallers(callers, plan.caller_warmup_s, plan.caller_window_s,
                        [&](int) { return enqueue_awaited(); });
         if (!run.error.ok()) return run.error;
+        WriterStatsSnapshot after = GetWriterStats(*runtime);
+        writer[callers].Add(before, after, after.enqueued - before.enqueued);
         rate[callers].push_back(run.ops_per_s);
         latency[callers].Append(run.latencies_us);
       }
@@ -218,6 +278,7 @@ Status EnqueueScenario(const Plan& plan, const Options& base, Reporter* out) {
       if (callers > 1) {
         EmitPercentiles(out, "enqueue", variant, &latency[callers], false);
       }
+      writer[callers].EmitTo(out, "enqueue", variant, "task");
     }
   }
   return Status::OK();
@@ -228,7 +289,7 @@ Status EnqueueScenario(const Plan& plan, const Options& base, Reporter* out) {
 // Stores `tasks` tasks before the timer, then times Start until Drain
 // resolves: every task claimed durably, run, and its completion durable.
 Status DrainRound(const Plan& plan, const Options& base, int workers, int tasks,
-                  Reporter* out, double* tasks_per_s) {
+                  Reporter* out, double* tasks_per_s, WriterWork* writer) {
   const std::string payload(plan.payload_bytes, 'p');
   SpoolInstance instance(base, Durability::kSync, workers, "drain");
   Status s = instance.Open(out);
@@ -244,11 +305,13 @@ Status DrainRound(const Plan& plan, const Options& base, int workers, int tasks,
     done += n;
   }
 
+  WriterStatsSnapshot before = GetWriterStats(*runtime);
   auto start = SteadyClock::now();
   if (!(s = runtime->Start()).ok()) return s;
   s = AwaitStatus(runtime->Drain(), "drain", out);
   auto end = SteadyClock::now();
   if (!s.ok()) return s;
+  writer->Add(before, GetWriterStats(*runtime), static_cast<uint64_t>(tasks));
 
   Result<StatusCounts> counts =
       Await(runtime->CountByStatus(), "count by status", out);
@@ -271,15 +334,18 @@ Status DrainRounds(const Plan& plan, const Options& base, int concurrency,
                    int tasks, int rounds, const std::string& variant,
                    Reporter* out) {
   std::vector<double> rates;
+  WriterWork writer;
   for (int round = 1; round <= rounds; ++round) {
     Progress("spool drain %s tasks, concurrency %d: round %d/%d",
              WithCommas(tasks).c_str(), concurrency, round, rounds);
     double rate = 0;
-    Status s = DrainRound(plan, base, concurrency, tasks, out, &rate);
+    Status s = DrainRound(plan, base, concurrency, tasks, out, &rate, &writer);
     if (!s.ok()) return s;
     rates.push_back(rate);
   }
   Emit(out, "drain", variant, "tasks_per_s", Median(rates), "tasks/s");
+  // Per task drained: its claim and its outcome.
+  writer.EmitTo(out, "drain", variant, "task");
   return Status::OK();
 }
 
@@ -304,17 +370,17 @@ Status DrainScenario(const Plan& plan, const Options& base, Reporter* out) {
 
 // ---- set-up data written straight through the store ----
 
-// A task record as the writer creates it at enqueue (pending), through the
-// same transition code.
-storage::TaskRecord NewPendingRecord(TaskId id, uint64_t sequence,
-                                     const std::string& payload,
-                                     int64_t now_us) {
+// A task's values as the writer creates them at enqueue (pending), through
+// the same transition code.
+actors::NewRecords NewPendingRecord(TaskId id, uint64_t sequence,
+                                    const std::string& payload,
+                                    int64_t now_us) {
   actors::NewTask task;
   task.id = id;
   task.type = kType;
   task.payload = payload;
   task.retry = RetryPolicy{};  // The handler default: 3 attempts, backoff.
-  return actors::NewRecord(task, sequence, now_us);
+  return actors::NewRecord(task, sequence, now_us, {}, "", "");
 }
 
 Status OpenStore(const std::string& path, Durability durability,
@@ -346,10 +412,10 @@ Status WriteCrashState(const std::string& path, const Plan& plan) {
     int last = std::min(first + kSetupChunk - 1, plan.recovery_tasks);
     s = CommitTxn(store.get(), [&](storage::WriteTxn* txn) {
       for (int id = first; id <= last; ++id) {
-        storage::TaskRecord record = NewPendingRecord(
+        actors::NewRecords task = NewPendingRecord(
             static_cast<TaskId>(id), txn->NextSequence(), payload, now);
-        if (id <= plan.recovery_running) actors::Claim(&record, now);
-        txn->Insert(std::move(record));
+        if (id <= plan.recovery_running) actors::Claim(&task.state, now);
+        txn->Insert(std::move(task.spec), std::move(task.state));
       }
       return Status::OK();
     });
@@ -372,18 +438,19 @@ Status WriteHistory(const std::string& path, const Plan& plan) {
   auto insert = [&](int first, int last) {
     return CommitTxn(store.get(), [&](storage::WriteTxn* txn) {
       for (int id = first; id <= last; ++id) {
-        txn->Insert(NewPendingRecord(static_cast<TaskId>(id),
-                                     txn->NextSequence(), payload, now));
+        actors::NewRecords task = NewPendingRecord(
+            static_cast<TaskId>(id), txn->NextSequence(), payload, now);
+        txn->Insert(std::move(task.spec), std::move(task.state));
       }
       return Status::OK();
     });
   };
   auto update = [&](int first, int last,
-                    const std::function<void(storage::TaskRecord*)>& change) {
+                    const std::function<void(storage::StateRecord*)>& change) {
     return CommitTxn(store.get(), [&](storage::WriteTxn* txn) {
       for (int id = first; id <= last; ++id) {
-        storage::TaskRecord record;
-        Status g = txn->Get(static_cast<TaskId>(id), &record);
+        storage::StateRecord record;
+        Status g = txn->GetState(static_cast<TaskId>(id), &record);
         if (!g.ok()) return g;
         change(&record);
         txn->Update(std::move(record));
@@ -398,10 +465,10 @@ Status WriteHistory(const std::string& path, const Plan& plan) {
     s = insert(first, last);
     if (s.ok()) {
       s = update(first, last,
-                 [&](storage::TaskRecord* r) { actors::Claim(r, now); });
+                 [&](storage::StateRecord* r) { actors::Claim(r, now); });
     }
     if (s.ok()) {
-      s = update(first, last, [&](storage::TaskRecord* r) {
+      s = update(first, last, [&](storage::StateRecord* r) {
         success.id = r->id;
         actors::Settle(r, success, now, 0.0);
       });
