@@ -186,6 +186,12 @@ TaskId SpecId(std::string_view bytes) {
   const auto* spec = Structure<fb::TaskSpec>(bytes, kSpecIdentifier);
   return spec != nullptr ? spec->id() : 0;
 }
+// Whether spec and state name the same type; REQUIRES: both acceptable.
+bool SameType(std::string_view spec_bytes, std::string_view state_bytes) {
+  const auto* spec = Structure<fb::TaskSpec>(spec_bytes, kSpecIdentifier);
+  const auto* state = Structure<fb::TaskState>(state_bytes, kStateIdentifier);
+  return spec->type()->string_view() == state->type()->string_view();
+}
 TaskId StateId(std::string_view bytes) {
   const auto* state = Structure<fb::TaskState>(bytes, kStateIdentifier);
   return state != nullptr ? state->id() : 0;
@@ -618,8 +624,10 @@ void CheckTask(bool has_spec, bool has_state,
   } else if (has_spec) {
     id = SpecId(task.spec());
   }
+  // A state copies its spec's type; one naming another belongs elsewhere.
   bool acceptable = has_spec && has_state && SpecAcceptable(task.spec(), id) &&
-                    StateAcceptable(task.state(), id);
+                    StateAcceptable(task.state(), id) &&
+                    SameType(task.spec(), task.state());
   for (size_t i = 0; i < task.failure_count(); ++i) {
     acceptable = acceptable && FailureAcceptable(task.failure(i));
   }
