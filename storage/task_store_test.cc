@@ -1530,6 +1530,17 @@ TEST(TaskStoreDiskTest, ReopenKeepsMetaAndReservesIds) {
   EXPECT_EQ(CountIn(*store, TaskStatus::kPending), 0u);
 }
 
+// Inserts tasks 1 to 3, pending, each with one failure in its history.
+void InsertThreeWithAFailure(TaskStore* store) {
+  WriteTxn txn(store);
+  for (TaskId id = 1; id <= 3; ++id) {
+    StoredTask t = NewTask(id, 0, txn.NextSequence());
+    RecordFailure(&t.state, 1, 1, "with a history");
+    InsertTask(&txn, t);
+  }
+  ASSERT_TRUE(store->Commit(&txn).ok());
+}
+
 // After a quarantine, the next open counts the tasks again from RocksDB's
 // iterator, whose bytes need not be aligned for FlatBuffers (UBSan reported
 // a misaligned load in verification under the ASan+UBSan build).
@@ -1540,13 +1551,7 @@ TEST(TaskStoreDiskTest, ReopenAfterAQuarantineCountsTheRemainingTasks) {
   {
     std::unique_ptr<TaskStore> store;
     ASSERT_TRUE(TaskStore::Open(options, &store).ok());
-    WriteTxn txn(store.get());
-    for (TaskId id = 1; id <= 3; ++id) {
-      StoredTask t = NewTask(id, 0, txn.NextSequence());
-      RecordFailure(&t.state, 1, 1, "with a history");
-      InsertTask(&txn, t);
-    }
-    ASSERT_TRUE(store->Commit(&txn).ok());
+    InsertThreeWithAFailure(store.get());
     ASSERT_TRUE(store->Flush().ok());
     ASSERT_TRUE(store->PutRawForTesting(StateKey(2), "garbage").ok());
     WriteTxn quarantine(store.get());
@@ -1571,13 +1576,7 @@ TEST(TaskStoreDiskTest, OpenSetsAsideWhatCannotBeRead) {
   {
     std::unique_ptr<TaskStore> store;
     ASSERT_TRUE(TaskStore::Open(options, &store).ok());
-    WriteTxn txn(store.get());
-    for (TaskId id = 1; id <= 3; ++id) {
-      StoredTask t = NewTask(id, 0, txn.NextSequence());
-      RecordFailure(&t.state, 1, 1, "e");
-      InsertTask(&txn, t);
-    }
-    ASSERT_TRUE(store->Commit(&txn).ok());
+    InsertThreeWithAFailure(store.get());
     // Task 3's spec damaged, and a quarantine (of task 1's state) that makes
     // the next open rebuild the index.
     ASSERT_TRUE(store->PutRawForTesting(SpecKey(3), "garbage").ok());
