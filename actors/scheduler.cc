@@ -511,6 +511,19 @@ void Rebalance(Self self) {
   }
 }
 
+// Sends the outcomes waiting for the writer in one message, unless writes
+// are held back after a failed commit.
+void SendOutcomes(SchedulerState& st, Self self) {
+  if (st.outcomes_to_send.empty() ||
+      std::chrono::steady_clock::now() < st.writes_blocked_until) {
+    return;
+  }
+  st.outcomes_in_flight += st.outcomes_to_send.size();
+  self->send(st.config.writer, settle_atom::value,
+             std::move(st.outcomes_to_send));
+  st.outcomes_to_send.clear();
+}
+
 void Dispatch(Self self) {
   auto& st = self->state;
   st.dispatch_scheduled = false;
@@ -530,15 +543,9 @@ void Dispatch(Self self) {
     OnTimeout(self, id, attempt);
   }
 
+  SendOutcomes(st, self);
   auto steady_now = std::chrono::steady_clock::now();
   bool writes_blocked = steady_now < st.writes_blocked_until;
-
-  if (!st.outcomes_to_send.empty() && !writes_blocked) {
-    st.outcomes_in_flight += st.outcomes_to_send.size();
-    self->send(st.config.writer, settle_atom::value,
-               std::move(st.outcomes_to_send));
-    st.outcomes_to_send.clear();
-  }
 
   if (st.started && !st.stopping && !st.paused && !writes_blocked) {
     ClaimNext(self, now);
@@ -697,13 +704,7 @@ void ForwardControl(Self self, ControlCommand& command) {
     Recall(self,
            [&group](const ClaimedTask& task) { return task.group == group; });
   }
-  if (!st.outcomes_to_send.empty() &&
-      std::chrono::steady_clock::now() >= st.writes_blocked_until) {
-    st.outcomes_in_flight += st.outcomes_to_send.size();
-    self->send(st.config.writer, settle_atom::value,
-               std::move(st.outcomes_to_send));
-    st.outcomes_to_send.clear();
-  }
+  SendOutcomes(st, self);
   self->send(st.config.writer, control_atom::value, std::move(command));
   ScheduleDispatch(self);
 }

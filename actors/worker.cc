@@ -56,11 +56,11 @@ worker_actor::behavior_type WorkerBehavior(
     worker_actor::stateful_pointer<WorkerState> self, WorkerConfig config) {
   self->state.config = std::move(config);
   NameThisThread("spool-worker-" + std::to_string(self->state.config.index));
+  // Per thread, as the readers and the writer do.
+  storage::DisablePerfCountersOnThisThread();
   return {
       [self](run_atom, ClaimedTask& first) {
         auto& st = self->state;
-        // Per thread: readers and the writer do the same.
-        storage::DisablePerfCountersOnThisThread();
         ClaimedTask task = std::move(first);
         for (;;) {
           Outcome outcome = Run(st, task);

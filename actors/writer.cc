@@ -980,9 +980,6 @@ void CommitBatch(Self self) {
   Batch batch = std::move(st.batch);
   st.batch = Batch{};
   if (batch.commands == 0) return;
-  // Per thread; set here, on the writer's own thread, where every write and
-  // the transaction's reads happen.
-  storage::DisablePerfCountersOnThisThread();
 
   Status status = batch.abort;
   auto started = std::chrono::steady_clock::now();
@@ -1041,6 +1038,9 @@ void Admit(Self self) {
 
 writer_actor::behavior_type WriterBehavior(Self self, WriterConfig config) {
   NameThisThread("spool-writer");
+  // Per thread; the writer's own, where every write and the transaction's
+  // reads happen.
+  storage::DisablePerfCountersOnThisThread();
   self->state.config = std::move(config);
   self->state.log = Logger();
   return {
