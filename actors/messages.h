@@ -25,7 +25,7 @@
 #include <caf/atom.hpp>
 
 #include "actors/attempt_control.h"
-#include "runtime/schedule.h"
+#include "util/schedule.h"
 #include "storage/record.h"
 #include "storage/task_store.h"
 

@@ -8,8 +8,8 @@
 #include <caf/all.hpp>
 #include <spdlog/spdlog.h>
 
-#include "actors/thread_name.h"
-#include "runtime/logging.h"
+#include "util/thread_name.h"
+#include "util/logging.h"
 #include "storage/queries.h"
 
 namespace spool::actors {

@@ -13,7 +13,7 @@
 #include <caf/all.hpp>
 #include <gtest/gtest.h>
 
-#include "tests/testing.h"
+#include "tests/store_testing.h"
 
 namespace spool::actors {
 namespace {

@@ -13,8 +13,8 @@
 
 #include "actors/claimed_pool.h"
 #include "actors/ready_queue.h"
-#include "actors/thread_name.h"
-#include "runtime/logging.h"
+#include "util/thread_name.h"
+#include "util/logging.h"
 #include "storage/keys.h"
 #include "storage/start_log.h"
 

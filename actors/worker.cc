@@ -2,7 +2,7 @@
 
 #include <caf/all.hpp>
 
-#include "actors/thread_name.h"
+#include "util/thread_name.h"
 #include "storage/queries.h"
 
 namespace spool::actors {

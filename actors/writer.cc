@@ -9,9 +9,9 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/handler_registry.h"
-#include "actors/thread_name.h"
+#include "util/thread_name.h"
 #include "actors/transitions.h"
-#include "runtime/logging.h"
+#include "util/logging.h"
 #include "storage/queries.h"
 #include "storage/start_log.h"
 

@@ -28,7 +28,7 @@
 
 #include <toml++/toml.h>
 
-#include "runtime/schedule.h"
+#include "util/schedule.h"
 
 namespace spool {
 namespace {
@@ -373,7 +373,7 @@ const std::vector<KeySpec>& Registry() {
           "The most tasks kept claimed ahead of the workers; 0: none."),
       IntegerKey<&Options::scheduler_threads, 1, 256>(
           "runtime", "scheduler_threads",
-          "Threads of the actor scheduler for the non-blocking actors."),
+          "Threads of CAF's shared scheduler, which runs the watcher."),
       IntegerKey<&Options::group_concurrency, 0, 1'000'000>(
           "runtime", "group_concurrency",
           "At most this many tasks of one group run at once; 0: no limit."),

@@ -6,21 +6,13 @@
 #include <caf/all.hpp>
 
 #include "runtime/runtime_impl.h"
-#include "runtime/schedule.h"
+#include "util/schedule.h"
 
 namespace spool {
 namespace {
 
 using actors::ControlCommand;
 using actors::ControlResult;
-
-Status ClosedError() { return Status::Closed("the runtime is closed"); }
-
-template <class T>
-Future<T> Failed(const Status& status,
-                 const std::shared_ptr<Executor>& executor) {
-  return MakeReadyFuture<T>(Result<T>(status), executor);
-}
 
 }  // namespace
 
@@ -197,37 +189,48 @@ Future<uint64_t> RuntimeImpl::Purge(PurgeOptions options) {
   first.purge_step = options.batch_size;
   first.purge_types = options.types;
 
-  // Each step is its own writer command, so that other work commits between
-  // steps; the next step is sent when the last one committed.
-  struct PurgeRun {
-    RuntimeImpl* runtime;
-    Promise<uint64_t> promise;
-    ControlCommand step;
-    uint64_t deleted = 0;
-  };
-  auto run = std::make_shared<PurgeRun>(PurgeRun{this, promise, first, 0});
-  auto next_step = std::make_shared<std::function<void()>>();
-  *next_step = [run, next_step] {
-    ControlCommand command = run->step;
-    run->runtime->SendControl(std::move(command))
-        .Then([run, next_step](const Result<ControlResult>& result) {
-          if (!result.ok()) {
-            run->promise.Set(result.status());
-            *next_step = nullptr;  // breaks the cycle
-            return;
-          }
-          run->deleted += result->count;
-          if (!result->more) {
-            run->promise.Set(run->deleted);
-            *next_step = nullptr;
-            return;
-          }
-          run->step.purge_cursor_key = result->cursor_key;
-          (*next_step)();
-        });
-  };
-  (*next_step)();
+  auto deleted = std::make_shared<uint64_t>(0);
+  RunSteps(
+      std::move(first),
+      [deleted](const ControlResult& result, ControlCommand* next) {
+        *deleted += result.count;
+        next->purge_cursor_key = result.cursor_key;
+        return result.more;
+      },
+      [promise, deleted](const Status& s) {
+        if (s.ok()) {
+          promise.Set(*deleted);
+        } else {
+          promise.Set(s);
+        }
+      });
   return promise.GetFuture();
+}
+
+struct RuntimeImpl::StepRun {
+  ControlCommand command;
+  StepFn step;
+  std::function<void(const Status&)> done;
+};
+
+void RuntimeImpl::RunSteps(ControlCommand first, StepFn step,
+                           std::function<void(const Status&)> done) {
+  SendStep(std::make_shared<StepRun>(
+      StepRun{std::move(first), std::move(step), std::move(done)}));
+}
+
+void RuntimeImpl::SendStep(std::shared_ptr<StepRun> run) {
+  ControlCommand command = run->command;
+  SendControl(std::move(command))
+      .Then([this, run](const Result<ControlResult>& result) {
+        if (!result.ok()) {
+          run->done(result.status());
+        } else if (!run->step(*result, &run->command)) {
+          run->done(Status::OK());
+        } else {
+          SendStep(run);
+        }
+      });
 }
 
 Status RuntimeImpl::Pause() {

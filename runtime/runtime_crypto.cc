@@ -13,12 +13,6 @@ namespace {
 
 constexpr std::string_view kKeyFileKey = "storage.encryption_key_file";
 
-template <class T>
-Future<T> Failed(const Status& status,
-                 const std::shared_ptr<Executor>& executor) {
-  return MakeReadyFuture<T>(Result<T>(status), executor);
-}
-
 void Scrub(std::string* key) {
   OPENSSL_cleanse(key->data(), key->size());
   key->clear();
@@ -87,8 +81,7 @@ Future<ReencryptResult> RuntimeImpl::ReencryptAll(ReencryptOptions options) {
   }
   CallGuard guard(this);
   if (guard.closed()) {
-    return Failed<ReencryptResult>(Status::Closed("the runtime is closed"),
-                                   executor_);
+    return Failed<ReencryptResult>(ClosedError(), executor_);
   }
   if (!store_->encrypted()) {
     return Failed<ReencryptResult>(
@@ -98,93 +91,75 @@ Future<ReencryptResult> RuntimeImpl::ReencryptAll(ReencryptOptions options) {
         executor_);
   }
 
-  // One writer command per step, the next sent when the last committed, so
-  // that other work commits in between: through `tasks`, then `corrupt`.
-  struct Run {
-    RuntimeImpl* runtime;
-    Promise<ReencryptResult> promise;
-    actors::ControlCommand step;
-    ReencryptResult result;
-    bool compact = true;
-  };
-  auto run = std::make_shared<Run>();
-  run->runtime = this;
-  run->promise = NewPromise<ReencryptResult>();
-  run->step.kind = actors::ControlCommand::Kind::kReencrypt;
-  run->step.purge_step = options.batch_size;
-  run->step.reencrypt_family = storage::ColumnFamily::kTasks;
-  run->compact = options.compact;
-  Future<ReencryptResult> future = run->promise.GetFuture();
+  // Through `tasks`, then `corrupt`.
+  actors::ControlCommand first;
+  first.kind = actors::ControlCommand::Kind::kReencrypt;
+  first.purge_step = options.batch_size;
+  first.reencrypt_family = storage::ColumnFamily::kTasks;
+  auto promise = NewPromise<ReencryptResult>();
+  auto result = std::make_shared<ReencryptResult>();
+  RunSteps(
+      std::move(first),
+      [result](const actors::ControlResult& step,
+               actors::ControlCommand* next) {
+        result->reencrypted += step.count;
+        result->set_aside_resealed += step.resealed_set_aside;
+        result->unreadable.insert(result->unreadable.end(),
+                                  step.unreadable.begin(),
+                                  step.unreadable.end());
+        if (step.more) {
+          next->reencrypt_after = step.cursor_id;
+          return true;
+        }
+        if (next->reencrypt_family == storage::ColumnFamily::kTasks) {
+          next->reencrypt_family = storage::ColumnFamily::kCorrupt;
+          next->reencrypt_after = 0;
+          return true;
+        }
+        return false;
+      },
+      [this, promise, result, compact = options.compact](const Status& s) {
+        if (!s.ok()) {
+          promise.Set(s.WithContext("ReencryptAll"));
+        } else if (!compact) {
+          promise.Set(*result);
+        } else {
+          CompactAfterReencrypt(promise, std::move(*result));
+        }
+      });
+  return promise.GetFuture();
+}
 
-  auto finish = [](const std::shared_ptr<Run>& done) {
-    RuntimeImpl* runtime = done->runtime;
-    if (!done->compact) {
-      done->promise.Set(done->result);
-      return;
+void RuntimeImpl::CompactAfterReencrypt(Promise<ReencryptResult> promise,
+                                        ReencryptResult result) {
+  // On a reader's thread: a compaction may take a while, and must not hold
+  // up the writer or the callback executor.
+  CallGuard guard(this);
+  if (guard.closed()) {
+    promise.Set(Status::Closed(
+        "the runtime closed before the storage was compacted; every record "
+        "is re-encrypted"));
+    return;
+  }
+  actors::ReadJob job;
+  job.run = [promise, result = std::move(result),
+             store = store_.get()](const storage::TaskStore::ReadView& view) {
+    Status s = store->CompactAll(view);
+    if (s.ok()) {
+      promise.Set(result);
+    } else {
+      promise.Set(s.WithContext("compacting after re-encryption"));
     }
-    // On a reader's thread: a compaction may take a while, and must not
-    // hold up the writer or the callback executor.
-    CallGuard compaction_guard(runtime);
-    if (compaction_guard.closed()) {
-      done->promise.Set(Status::Closed(
-          "the runtime closed before the storage was compacted; every record "
-          "is re-encrypted"));
-      return;
-    }
-    actors::ReadJob job;
-    storage::TaskStore* store = runtime->store_.get();
-    job.run = [done, store](const storage::TaskStore::ReadView& view) {
-      Status s = store->CompactAll(view);
-      if (s.ok()) {
-        done->promise.Set(done->result);
-      } else {
-        done->promise.Set(s.WithContext("compacting after re-encryption"));
-      }
-    };
-    job.fail = [done](const Status& s) { done->promise.Set(s); };
-    caf::anon_send(runtime->readers_, actors::read_atom::value, std::move(job));
   };
-
-  auto next_step = std::make_shared<std::function<void()>>();
-  *next_step = [run, next_step, finish] {
-    actors::ControlCommand command = run->step;
-    run->runtime->SendControl(std::move(command))
-        .Then([run, next_step,
-               finish](const Result<actors::ControlResult>& result) {
-          if (!result.ok()) {
-            run->promise.Set(result.status().WithContext("ReencryptAll"));
-            *next_step = nullptr;  // breaks the cycle
-            return;
-          }
-          run->result.reencrypted += result->count;
-          run->result.set_aside_resealed += result->resealed_set_aside;
-          run->result.unreadable.insert(run->result.unreadable.end(),
-                                        result->unreadable.begin(),
-                                        result->unreadable.end());
-          if (result->more) {
-            run->step.reencrypt_after = result->cursor_id;
-            (*next_step)();
-            return;
-          }
-          if (run->step.reencrypt_family == storage::ColumnFamily::kTasks) {
-            run->step.reencrypt_family = storage::ColumnFamily::kCorrupt;
-            run->step.reencrypt_after = 0;
-            (*next_step)();
-            return;
-          }
-          *next_step = nullptr;
-          finish(run);
-        });
-  };
-  (*next_step)();
-  return future;
+  job.fail = [promise](const Status& s) { promise.Set(s); };
+  caf::anon_send(readers_, actors::read_atom::value, std::move(job));
 }
 
 Future<std::vector<SetAsideTask>> RuntimeImpl::ListSetAside(size_t limit) {
   using List = std::vector<SetAsideTask>;
   CallGuard guard(this);
   if (guard.closed()) {
-    return Failed<List>(Status::Closed("the runtime is closed"), executor_);
+    return Failed<List>(ClosedError(), executor_);
   }
   auto promise = NewPromise<List>();
   actors::ReadJob job;

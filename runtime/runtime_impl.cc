@@ -10,8 +10,8 @@
 #include "actors/scheduler.h"
 #include "actors/worker.h"
 #include "actors/writer.h"
-#include "runtime/logging.h"
-#include "runtime/schedule.h"
+#include "util/logging.h"
+#include "util/schedule.h"
 
 namespace spool {
 namespace {
@@ -21,14 +21,6 @@ using actors::Completion;
 constexpr Duration kMaxDelay = std::chrono::hours(24 * 365);
 // The longest group, dedup key or idempotency key.
 constexpr size_t kMaxKeyBytes = 1024;
-
-Status ClosedError() { return Status::Closed("the runtime is closed"); }
-
-template <class T>
-Future<T> Failed(const Status& status,
-                 const std::shared_ptr<Executor>& executor) {
-  return MakeReadyFuture<T>(Result<T>(status), executor);
-}
 
 // Waits for a command sent to an actor whose completion sets `promise`.
 Status Await(const Promise<void>& promise) {
@@ -127,85 +119,27 @@ Status RuntimeImpl::OpenInternal() {
     own_executor_ = std::make_shared<ThreadExecutor>();
     executor_ = own_executor_;
   }
-
-  storage::StoreOptions store_options;
-  store_options.path = options_.path;
-  store_options.durability = options_.durability;
-  store_options.env = hooks_.env;
-  store_options.state_cache_entries = options_.writer_state_cache;
-  Status s = KeyRingFromOptions(&options_, &store_options.keys);
+  Status s = OpenStore();
   if (!s.ok()) return s;
-  store_options.accept_plaintext =
-      options_.plaintext_records == PlaintextRecords::kAccept;
-  s = storage::TaskStore::Open(store_options, &store_);
-  if (!s.ok()) return s;
-  next_id_ = store_->reserved_ids();
   OpenStartLog();
 
   actor_config_ = std::make_unique<caf::actor_system_config>();
   actor_config_->set("scheduler.max-threads",
                      static_cast<size_t>(options_.scheduler_threads));
   actor_system_ = std::make_unique<caf::actor_system>(*actor_config_);
-
-  actors::WriterConfig writer_config;
-  writer_config.store = store_.get();
-  writer_config.clock = clock_;
-  writer_config.max_batch = options_.writer_max_batch;
-  writer_config.before_commit = hooks_.before_commit;
-  writer_config.stats = writer_stats_;
-  writer_config.live_queries = live_queries_;
-  writer_config.on_events = [this](std::vector<TaskEvent> events) {
-    Publish(std::move(events));
-  };
-  writer_config.events_wanted = [this] { return subscriber_count_.load() > 0; };
-  writer_ = actors::SpawnWriter(*actor_system_, std::move(writer_config));
-
-  Promise<actors::RecoveryResult> recovered;
-  auto recovery = actors::SpawnRecovery(*actor_system_, store_.get(),
-                                        start_log_.get(), writer_);
-  caf::anon_send(recovery, actors::recover_atom::value,
-                 actors::RecoveryJob{
-                     [recovered](const Result<actors::RecoveryResult>& result) {
-                       recovered.Set(result);
-                     }});
-  const Result<actors::RecoveryResult>& recovery_result =
-      recovered.GetFuture().Wait();
-  if (!recovery_result.ok()) {
+  StartWriter();
+  Result<actors::RecoveryResult> recovered = Recover();
+  if (!recovered.ok()) {
     caf::anon_send_exit(writer_, caf::exit_reason::user_shutdown);
     writer_ = nullptr;
-    recovery = nullptr;
     actor_system_.reset();
     store_.reset();
-    return recovery_result.status();
-  }
-  if (recovery_result->interrupted > 0) {
-    Logger()->warn("recovered {} task(s) interrupted by a crash in {}",
-                   recovery_result->interrupted, options_.path);
-  }
-  if (recovery_result->unstarted > 0) {
-    Logger()->warn(
-        "{} task(s) were claimed but had not started when the last process "
-        "stopped; they are back in the queue of {} with no attempt spent",
-        recovery_result->unstarted, options_.path);
+    return recovered.status();
   }
   // What recovery decided from the start log is committed: this process
   // starts its own records.
   ResetStartLog();
-
-  actors::SchedulerConfig scheduler_config;
-  scheduler_config.writer = writer_;
-  scheduler_config.clock = clock_;
-  scheduler_config.recovered = recovery_result.value();
-  periodic_slots_ = recovery_result->periodic_slots;
-  scheduler_config.group_concurrency = options_.group_concurrency;
-  scheduler_config.progress = progress_;
-  scheduler_config.allocate_id = [this] { return next_id_.fetch_add(1); };
-  scheduler_config.pool = pool_;
-  scheduler_config.claim_ahead = static_cast<size_t>(options_.claim_ahead);
-  scheduler_config.start_log = start_log_.get();
-  scheduler_ =
-      actors::SpawnScheduler(*actor_system_, std::move(scheduler_config));
-  caf::anon_send(writer_, actors::attach_atom::value, scheduler_);
+  StartScheduler(std::move(recovered).value());
 
   actors::ReaderPoolConfig reader_config;
   reader_config.store = store_.get();
@@ -219,6 +153,80 @@ Status RuntimeImpl::OpenInternal() {
   periodic_ = options_.periodic;
   opened_ = true;
   return Status::OK();
+}
+
+Status RuntimeImpl::OpenStore() {
+  storage::StoreOptions store_options;
+  store_options.path = options_.path;
+  store_options.durability = options_.durability;
+  store_options.env = hooks_.env;
+  store_options.state_cache_entries = options_.writer_state_cache;
+  Status s = KeyRingFromOptions(&options_, &store_options.keys);
+  if (!s.ok()) return s;
+  store_options.accept_plaintext =
+      options_.plaintext_records == PlaintextRecords::kAccept;
+  s = storage::TaskStore::Open(store_options, &store_);
+  if (!s.ok()) return s;
+  next_id_ = store_->reserved_ids();
+  return Status::OK();
+}
+
+void RuntimeImpl::StartWriter() {
+  actors::WriterConfig writer_config;
+  writer_config.store = store_.get();
+  writer_config.clock = clock_;
+  writer_config.max_batch = options_.writer_max_batch;
+  writer_config.before_commit = hooks_.before_commit;
+  writer_config.stats = writer_stats_;
+  writer_config.live_queries = live_queries_;
+  writer_config.on_events = [this](std::vector<TaskEvent> events) {
+    Publish(std::move(events));
+  };
+  writer_config.events_wanted = [this] { return subscriber_count_.load() > 0; };
+  writer_ = actors::SpawnWriter(*actor_system_, std::move(writer_config));
+}
+
+Result<actors::RecoveryResult> RuntimeImpl::Recover() {
+  Promise<actors::RecoveryResult> recovered;
+  auto recovery = actors::SpawnRecovery(*actor_system_, store_.get(),
+                                        start_log_.get(), writer_);
+  caf::anon_send(recovery, actors::recover_atom::value,
+                 actors::RecoveryJob{
+                     [recovered](const Result<actors::RecoveryResult>& result) {
+                       recovered.Set(result);
+                     }});
+  // Open blocks the caller's thread by contract, until the queue is
+  // recovered; no CAF thread waits here.
+  Result<actors::RecoveryResult> result = recovered.GetFuture().Wait();
+  if (!result.ok()) return result;
+  if (result->interrupted > 0) {
+    Logger()->warn("recovered {} task(s) interrupted by a crash in {}",
+                   result->interrupted, options_.path);
+  }
+  if (result->unstarted > 0) {
+    Logger()->warn(
+        "{} task(s) were claimed but had not started when the last process "
+        "stopped; they are back in the queue of {} with no attempt spent",
+        result->unstarted, options_.path);
+  }
+  return result;
+}
+
+void RuntimeImpl::StartScheduler(actors::RecoveryResult recovered) {
+  periodic_slots_ = recovered.periodic_slots;
+  actors::SchedulerConfig scheduler_config;
+  scheduler_config.writer = writer_;
+  scheduler_config.clock = clock_;
+  scheduler_config.recovered = std::move(recovered);
+  scheduler_config.group_concurrency = options_.group_concurrency;
+  scheduler_config.progress = progress_;
+  scheduler_config.allocate_id = [this] { return next_id_.fetch_add(1); };
+  scheduler_config.pool = pool_;
+  scheduler_config.claim_ahead = static_cast<size_t>(options_.claim_ahead);
+  scheduler_config.start_log = start_log_.get();
+  scheduler_ =
+      actors::SpawnScheduler(*actor_system_, std::move(scheduler_config));
+  caf::anon_send(writer_, actors::attach_atom::value, scheduler_);
 }
 
 RuntimeImpl::~RuntimeImpl() {

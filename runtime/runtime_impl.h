@@ -33,6 +33,17 @@ namespace spool {
 
 class WatchLink;
 
+// What every call after Close returns or resolves with.
+inline Status ClosedError() { return Status::Closed("the runtime is closed"); }
+
+// A future already resolved with `status`, for a call refused before it
+// reached an actor.
+template <class T>
+Future<T> Failed(const Status& status,
+                 const std::shared_ptr<Executor>& executor) {
+  return MakeReadyFuture<T>(Result<T>(status), executor);
+}
+
 // The key ring *options describe (encryption_key and previous keys, or the
 // key file), or null without encryption; then erases the raw keys from
 // *options, which need them no more. InvalidArgument naming the bad key or
@@ -101,20 +112,42 @@ class RuntimeImpl final : public Runtime {
 
   RuntimeImpl(const Options& options, TestHooks hooks);
   Status OpenInternal();
+  // OpenInternal's steps, in order: the store, the writer, recovery (which
+  // blocks Open until the queue is recovered), then the scheduler with what
+  // recovery found.
+  Status OpenStore();
+  void StartWriter();
+  Result<actors::RecoveryResult> Recover();
+  void StartScheduler(actors::RecoveryResult recovered);
   // Opens the start log (storage/start_log.h) for recovery, and after
   // recovery starts this process's records in it. Without one (an
   // in-memory store, or a file that cannot be made), recovery counts every
   // interrupted claim.
   void OpenStartLog();
   void ResetStartLog();
-  // Checks a task and turns it into a writer command. `what` names it in
-  // errors ("task" or "task 3").
-  // Checks a task and turns it into a writer command, without an id yet.
-  // `what` names it in errors ("task" or "task 3 of the batch").
+  // Checks a task and turns it into a writer command, without an id yet
+  // (the writer assigns ids). `what` names it in errors ("task", "task 3 of
+  // the batch" or "periodic task 'name'").
   Result<actors::NewTask> Prepare(TaskSpec& task, const std::string& what,
                                   int64_t now_us);
   // Sends a control command; the future resolves with its result.
   Future<actors::ControlResult> SendControl(actors::ControlCommand command);
+  // Runs a control command that works in steps (Purge, ReencryptAll): one
+  // writer command per step, the next sent when the last one committed, so
+  // that other work commits in between. After each step, `step` folds its
+  // result in and returns whether to go on, having made `next` the next
+  // step. `done` is called once: with the first error, or with OK after
+  // the last step.
+  using StepFn = std::function<bool(const actors::ControlResult& result,
+                                    actors::ControlCommand* next)>;
+  void RunSteps(actors::ControlCommand first, StepFn step,
+                std::function<void(const Status&)> done);
+  struct StepRun;
+  void SendStep(std::shared_ptr<StepRun> run);
+  // ReencryptAll's last part: compacts the store on a reader's thread, then
+  // resolves `promise` with `result`.
+  void CompactAfterReencrypt(Promise<ReencryptResult> promise,
+                             ReencryptResult result);
   // Sends a control command to the actor that takes it: the writer, or,
   // for those that name queued tasks, the scheduler first.
   void Deliver(actors::ControlCommand command);

@@ -15,30 +15,20 @@
 #include <functional>
 
 #include <caf/all.hpp>
-#include <flatbuffers/flatbuffers.h>
 #include <spdlog/spdlog.h>
 
 #include "actors/reader.h"
 #include "actors/watch.h"
-#include "runtime/logging.h"
 #include "runtime/runtime_impl.h"
 #include "runtime/watch_control.h"
 #include "storage/queries.h"
 #include "storage/record.h"
-#include "storage/task_record_generated.h"
+#include "util/logging.h"
 
 namespace spool {
 namespace {
 
 using storage::TaskStore;
-
-Status ClosedError() { return Status::Closed("the runtime is closed"); }
-
-template <class T>
-Future<T> Failed(const Status& status,
-                 const std::shared_ptr<Executor>& executor) {
-  return MakeReadyFuture<T>(Result<T>(status), executor);
-}
 
 // Resolves `promise` with `status` when destroyed; owned by a callback sent
 // to an actor, it answers the caller if the message is dropped unanswered
@@ -120,7 +110,7 @@ std::string BuildJson(const storage::TaskView& task,
 // failure history. The spec is written once per id, so the id stands for
 // it.
 void HashTask(const storage::TaskBytes& task, Hasher* hasher) {
-  hasher->Word(task.view().spec->id());
+  hasher->Word(task.id());
   hasher->Bytes(task.state());
   for (size_t i = 0; i < task.failure_count(); ++i) {
     hasher->Bytes(task.failure(i));
@@ -141,7 +131,7 @@ class TaskBuffer {
  public:
   // REQUIRES: `task` is verified.
   void Add(const storage::TaskBytes& task) {
-    TaskId id = task.view().spec->id();
+    TaskId id = task.id();
     tasks_.emplace_back();
     tasks_.back().CopyFrom(task);
     // Verified once already; this only sets up the view of the copy.
@@ -535,26 +525,9 @@ Future<FailureHistory> RuntimeImpl::GetFailureHistory(TaskId id) {
   if (guard.closed()) return Failed<FailureHistory>(ClosedError(), executor_);
   return RunQuery<FailureHistory>(
       [id](const TaskStore::ReadView& view) -> Result<FailureHistory> {
-        storage::TaskBytes task;
-        Status s = storage::ReadTask(view, id, &task);
-        if (!s.ok()) return s;
-        const storage::fb::TaskState& state = *task.view().state;
         FailureHistory history;
-        history.id = id;
-        history.status = storage::StatusOf(state);
-        history.attempts = state.attempts();
-        history.max_attempts = state.max_attempts();
-        if (state.last_error() != nullptr) {
-          history.last_error = state.last_error()->str();
-        }
-        if (const auto* failures = task.view().failures) {
-          history.failures.reserve(failures->size());
-          for (const storage::fb::Failure* f : *failures) {
-            history.failures.push_back(TaskInfo::Failure{
-                f->attempt(), Timestamp(Duration(f->at_us())),
-                f->error() != nullptr ? f->error()->str() : std::string()});
-          }
-        }
+        Status s = storage::ReadFailureHistory(view, id, &history);
+        if (!s.ok()) return s;
         return history;
       });
 }

@@ -4,7 +4,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "runtime/logging.h"
+#include "util/logging.h"
 
 namespace spool {
 

@@ -3,7 +3,7 @@
 #include <caf/all.hpp>
 #include <spdlog/spdlog.h>
 
-#include "runtime/logging.h"
+#include "util/logging.h"
 
 namespace spool {
 

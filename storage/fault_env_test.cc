@@ -62,7 +62,7 @@
 #include "storage/record.h"
 #include "storage/task_record_generated.h"
 #include "storage/task_store.h"
-#include "tests/testing.h"
+#include "tests/store_testing.h"
 
 namespace spool::storage {
 namespace {

@@ -524,6 +524,23 @@ Status ReadTask(const TaskStore::ReadView& view, TaskId id, TaskBytes* task) {
   return task->Verify(id);
 }
 
+Status ReadFailureHistory(const TaskStore::ReadView& view, TaskId id,
+                          FailureHistory* history) {
+  TaskBytes task;
+  Status s = ReadTask(view, id, &task);
+  if (!s.ok()) return s;
+  const fb::TaskState& state = *task.view().state;
+  history->id = id;
+  history->status = StatusOf(state);
+  history->attempts = state.attempts();
+  history->max_attempts = state.max_attempts();
+  history->last_error =
+      state.last_error() != nullptr ? state.last_error()->str() : "";
+  history->failures.clear();
+  AppendFailures(task.view(), &history->failures);
+  return Status::OK();
+}
+
 void DisablePerfCountersOnThisThread() {
   if (rocksdb::GetPerfLevel() != rocksdb::PerfLevel::kDisable) {
     rocksdb::SetPerfLevel(rocksdb::PerfLevel::kDisable);

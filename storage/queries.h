@@ -131,6 +131,10 @@ Status NextDue(const TaskStore::ReadView& view, std::optional<TaskId>* id);
 // verification.
 Status ReadTask(const TaskStore::ReadView& view, TaskId id, TaskBytes* task);
 
+// Reads task `id`'s failed attempts; NotFound if there is no such task.
+Status ReadFailureHistory(const TaskStore::ReadView& view, TaskId id,
+                          FailureHistory* history);
+
 // Turns off RocksDB's per-thread perf counters (perf_context) on the calling
 // thread. Nothing in spool reads them, and a shared librocksdb reaches them
 // through __tls_get_addr at every step of a read; reader threads call this.

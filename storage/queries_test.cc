@@ -15,7 +15,7 @@
 #include "storage/json_writer.h"
 #include "storage/record.h"
 #include "storage/task_record_generated.h"
-#include "tests/testing.h"
+#include "tests/store_testing.h"
 
 namespace spool::storage {
 namespace {

@@ -336,6 +336,8 @@ TaskBytes& TaskBytes::operator=(TaskBytes&& other) noexcept {
   return *this;
 }
 
+TaskId TaskBytes::id() const { return view_.spec->id(); }
+
 void TaskBytes::CopyFrom(const TaskBytes& other) {
   Clear();
   spec_ = other.spec_;
@@ -399,6 +401,16 @@ std::string_view TypeOf(const TaskView& task) {
   return AsView(task.state->type());
 }
 
+void AppendFailures(const TaskView& task,
+                    std::vector<TaskInfo::Failure>* failures) {
+  if (task.failures == nullptr) return;
+  failures->reserve(failures->size() + task.failures->size());
+  for (const fb::Failure* f : *task.failures) {
+    failures->push_back(TaskInfo::Failure{
+        f->attempt(), Timestamp(Duration(f->at_us())), AsString(f->error())});
+  }
+}
+
 void FillTaskInfo(const TaskView& task, TaskInfo* info) {
   const fb::TaskSpec& spec = *task.spec;
   const fb::TaskState& state = *task.state;
@@ -424,12 +436,7 @@ void FillTaskInfo(const TaskView& task, TaskInfo* info) {
   info->sequence = state.sequence();
   info->last_error = AsString(state.last_error());
   info->failures.clear();
-  if (task.failures != nullptr) {
-    for (const fb::Failure* f : *task.failures) {
-      info->failures.push_back(TaskInfo::Failure{
-          f->attempt(), Timestamp(Duration(f->at_us())), AsString(f->error())});
-    }
-  }
+  AppendFailures(task, &info->failures);
   info->group = AsString(spec.group());
   info->dedup_key = AsString(spec.dedup_key());
   info->idempotency_key = AsString(spec.idempotency_key());

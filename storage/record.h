@@ -184,6 +184,8 @@ class TaskBytes {
   Status Verify(TaskId id);
   // REQUIRES: Verify returned OK, and nothing changed since.
   const TaskView& view() const { return view_; }
+  // The task's id; REQUIRES as for view().
+  TaskId id() const;
 
   const std::string& spec() const { return spec_; }
   const std::string& state() const { return state_; }
@@ -204,6 +206,9 @@ class TaskBytes {
 
 // Fills a public TaskInfo from a verified view.
 void FillTaskInfo(const TaskView& task, TaskInfo* info);
+// Appends the view's failure history, oldest first, to `failures`.
+void AppendFailures(const TaskView& task,
+                    std::vector<TaskInfo::Failure>* failures);
 
 // The state's status; REQUIRES: a verified state.
 TaskStatus StatusOf(const fb::TaskState& state);

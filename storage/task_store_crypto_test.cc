@@ -9,7 +9,7 @@
 #include "storage/crypto.h"
 #include "storage/task_record_generated.h"
 #include "storage/task_store.h"
-#include "tests/testing.h"
+#include "tests/store_testing.h"
 
 namespace spool::storage {
 namespace {

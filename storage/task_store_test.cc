@@ -13,7 +13,7 @@
 #include <rocksdb/db.h>
 
 #include "storage/task_record_generated.h"
-#include "tests/testing.h"
+#include "tests/store_testing.h"
 
 namespace spool::storage {
 namespace {

@@ -19,7 +19,7 @@
 
 #include "storage/crypto.h"
 #include "storage/task_store.h"
-#include "tests/testing.h"
+#include "tests/runtime_testing.h"
 
 namespace spool {
 namespace {

@@ -15,7 +15,7 @@
 
 #include "storage/json_writer.h"
 #include "storage/task_store.h"
-#include "tests/testing.h"
+#include "tests/runtime_testing.h"
 
 namespace spool {
 namespace {

@@ -14,7 +14,7 @@
 
 #include "runtime/test_hooks.h"
 #include "storage/task_store.h"
-#include "tests/testing.h"
+#include "tests/runtime_testing.h"
 
 namespace spool {
 namespace {

@@ -8,7 +8,7 @@
 
 #include <gtest/gtest.h>
 
-#include "tests/testing.h"
+#include "tests/runtime_testing.h"
 
 namespace spool {
 namespace {

@@ -14,7 +14,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/harness.h"
-#include "tests/testing.h"
+#include "tests/runtime_testing.h"
 
 namespace spool {
 namespace {

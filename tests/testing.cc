@@ -7,15 +7,6 @@
 
 namespace spool::testing {
 
-std::unique_ptr<Runtime> OpenOrDie(const Options& options) {
-  std::unique_ptr<Runtime> runtime;
-  Status s = Runtime::Open(options, &runtime);
-  EXPECT_TRUE(s.ok()) << s.ToString();
-  return runtime;
-}
-
-Status Ok(TaskContext&) { return Status::OK(); }
-
 TempDir::TempDir() {
   const char* base = std::getenv("TMPDIR");
   std::string pattern =
@@ -43,23 +34,6 @@ bool WaitUntil(const std::function<bool()>& condition,
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   return true;
-}
-
-StoredTask PendingTask(TaskId id, std::string type, uint64_t sequence,
-                       std::string payload) {
-  StoredTask task;
-  task.spec.id = id;
-  task.spec.type = type;
-  task.spec.payload = std::move(payload);
-  task.state.id = id;
-  task.state.type = std::move(type);
-  task.state.sequence = sequence;
-  task.state.retry = RetryPolicy::None();
-  return task;
-}
-
-void InsertTask(storage::WriteTxn* txn, StoredTask task) {
-  txn->Insert(std::move(task.spec), std::move(task.state));
 }
 
 }  // namespace spool::testing

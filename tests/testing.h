@@ -1,4 +1,7 @@
-// Helpers for spool's tests: temporary directories and bounded waits.
+// Helpers for every suite of spool's tests, util's included: temporary
+// directories and bounded waits. Stored tasks for storage's and actors'
+// tests are in tests/store_testing.h; helpers that open a runtime are in
+// tests/runtime_testing.h.
 
 #ifndef SPOOL_TESTS_TESTING_H_
 #define SPOOL_TESTS_TESTING_H_
@@ -8,12 +11,10 @@
 #include <memory>
 #include <string>
 
-#include <spool/runtime.h>
+#include <spool/future.h>
+#include <spool/status.h>
 
 #include <gtest/gtest.h>
-
-#include "storage/record.h"
-#include "storage/task_store.h"
 
 namespace spool::testing {
 
@@ -32,12 +33,6 @@ Result<T> Await(const Future<T>& future,
   }
   return future.Wait();
 }
-
-// Opens a runtime; a failed open fails the test and returns null.
-std::unique_ptr<Runtime> OpenOrDie(const Options& options);
-
-// A handler that succeeds at once.
-Status Ok(TaskContext& task);
 
 // A directory under $TMPDIR (or /tmp), removed with its contents when the
 // object is destroyed.
@@ -60,19 +55,6 @@ class TempDir {
 // held. Tests use it instead of sleeping so that a hang fails.
 bool WaitUntil(const std::function<bool()>& condition,
                std::chrono::milliseconds timeout = std::chrono::seconds(30));
-
-// A task as the writer stores one: its spec and its state.
-struct StoredTask {
-  storage::SpecRecord spec;
-  storage::StateRecord state;
-};
-
-// A new pending task with no retries, ready at once.
-StoredTask PendingTask(TaskId id, std::string type, uint64_t sequence,
-                       std::string payload = "");
-
-// Stages `task` into `txn` (WriteTxn::Insert).
-void InsertTask(storage::WriteTxn* txn, StoredTask task);
 
 }  // namespace spool::testing
 

@@ -15,7 +15,7 @@
 
 #include "runtime/test_hooks.h"
 #include "runtime/watch_control.h"
-#include "tests/testing.h"
+#include "tests/runtime_testing.h"
 
 namespace spool {
 namespace {

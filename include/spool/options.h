@@ -114,8 +114,10 @@ struct Options {
   // (docs/architecture.md, "Claims ahead"). Default: 256.
   int claim_ahead = 256;
 
-  // Threads of the actor scheduler that runs the non-blocking actors
-  // (scheduler, reader pool). Default: 2, for a 2-core machine.
+  // Threads of CAF's shared scheduler. Only the watcher (live queries)
+  // runs on it; the writer, scheduler, readers, workers and recovery each
+  // have a thread of their own (docs/architecture.md, "Actors and their
+  // threads"). Default: 2.
   int scheduler_threads = 2;
 
   // The most commands the writer folds into one write batch and one sync.

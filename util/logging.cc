@@ -1,4 +1,4 @@
-#include "runtime/logging.h"
+#include "util/logging.h"
 
 #include <mutex>
 

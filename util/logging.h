@@ -1,7 +1,7 @@
 // spool's logger: spdlog logger "spool", on stderr, quiet by default.
 
-#ifndef SPOOL_RUNTIME_LOGGING_H_
-#define SPOOL_RUNTIME_LOGGING_H_
+#ifndef SPOOL_UTIL_LOGGING_H_
+#define SPOOL_UTIL_LOGGING_H_
 
 #include <memory>
 
@@ -21,4 +21,4 @@ void SetLogLevel(LogLevel level);
 
 }  // namespace spool
 
-#endif  // SPOOL_RUNTIME_LOGGING_H_
+#endif  // SPOOL_UTIL_LOGGING_H_

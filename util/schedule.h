@@ -42,8 +42,8 @@
 // Thread safety: a Schedule is an immutable value; const methods may be
 // called from any number of threads.
 
-#ifndef SPOOL_RUNTIME_SCHEDULE_H_
-#define SPOOL_RUNTIME_SCHEDULE_H_
+#ifndef SPOOL_UTIL_SCHEDULE_H_
+#define SPOOL_UTIL_SCHEDULE_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -139,4 +139,4 @@ class Schedule {
 
 }  // namespace spool
 
-#endif  // SPOOL_RUNTIME_SCHEDULE_H_
+#endif  // SPOOL_UTIL_SCHEDULE_H_

@@ -1,4 +1,4 @@
-#include "runtime/schedule.h"
+#include "util/schedule.h"
 
 #include <array>
 #include <cctype>
