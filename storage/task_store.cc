@@ -15,7 +15,9 @@
 #include <rocksdb/utilities/table_properties_collectors.h>
 #include <rocksdb/write_batch.h>
 
+#include "storage/rocks_status.h"
 #include "storage/task_record_generated.h"
+#include "storage/task_store_internal.h"
 
 namespace spool::storage {
 namespace {
@@ -31,18 +33,11 @@ constexpr const char* kVersion1Families[] = {
     "by_type", "by_group",  "dedup",   "waiting_on"};
 
 constexpr const char* kMetaSchemaVersion = "schema_version";
-constexpr const char* kMetaCountsDirty = "counts_dirty";
 // The writer's state, rewritten by every commit as one value: the number of
 // batches committed, the next enqueue sequence, the first id not reserved,
 // and the count of tasks in each status (big-endian, in that order). One
 // value, so that a commit writes one meta entry, not one per figure.
 constexpr const char* kMetaWriterState = "writer_state";
-
-Status StoreClosed(const std::string& path) {
-  return Status::IOError("storage " + path +
-                         " is closed after a failure and could not be "
-                         "reopened");
-}
 
 struct WriterStateValue {
   uint64_t committed_batches = 0;
@@ -84,19 +79,21 @@ std::string_view AsView(const rocksdb::Slice& s) {
   return std::string_view(s.data(), s.size());
 }
 
-Status FromRocks(const rocksdb::Status& s, std::string_view context) {
-  if (s.ok()) return Status::OK();
-  std::string msg = std::string(context) + ": " + s.ToString();
-  if (s.IsNotFound()) return Status::NotFound(msg);
-  if (s.IsCorruption()) return Status::Corruption(msg);
-  if (s.IsInvalidArgument()) return Status::InvalidArgument(msg);
-  if (s.IsNotSupported()) return Status::NotSupported(msg);
-  if (s.IsBusy() || s.IsTryAgain()) return Status::Busy(msg);
-  return Status::IOError(msg);
+// What `builder` holds: the encoding it finished last.
+std::string_view BuilderBytes(const flatbuffers::FlatBufferBuilder& builder) {
+  return std::string_view(
+      reinterpret_cast<const char*>(builder.GetBufferPointer()),
+      builder.GetSize());
 }
 
 Status TaskMissing(TaskId id) {
   return Status::NotFound("task " + std::to_string(id) + " does not exist");
+}
+
+// The first failure that a task with `total` failures still keeps: the
+// history holds the last kMaxFailureHistory.
+uint32_t FirstKeptFailure(uint32_t total) {
+  return total > kMaxFailureHistory ? total - kMaxFailureHistory : 0;
 }
 
 bool IsActive(TaskStatus status) { return !IsTerminal(status); }
@@ -581,28 +578,43 @@ Status TaskStore::CheckIndexesLocked(size_t* mismatches,
       },
       &want);
   if (!s.ok()) return s;
+  // Indexed by IndexMismatch.
+  static constexpr const char* kReported[] = {
+      "entry without a task", "wrong value for", "missing entry"};
   *mismatches = 0;
-  auto report = [&](std::string_view what, std::string_view key) {
+  auto report = [&](IndexMismatch mismatch, std::string_view key,
+                    std::string_view /*expected*/) {
     ++*mismatches;
     if (problems != nullptr && problems->size() < 20) {
-      problems->push_back("index: " + std::string(what) + " " + Hex(key));
+      problems->push_back(
+          "index: " + std::string(kReported[static_cast<int>(mismatch)]) + " " +
+          Hex(key));
     }
   };
-  s = ScanLocked(
+  return CompareIndexLocked(&want, report);
+}
+
+Status TaskStore::CompareIndexLocked(ExpectedIndex* expected,
+                                     const IndexMismatchVisitor& visit) const {
+  Status s = ScanLocked(
       ColumnFamily::kIndex, "", "",
       [&](std::string_view key, std::string_view value) {
-        auto it = want.find(std::string(key));
-        if (it == want.end()) {
-          report("entry without a task", key);
+        auto it = expected->find(std::string(key));
+        if (it == expected->end()) {
+          visit(IndexMismatch::kWithoutTask, key, "");
         } else {
-          if (it->second != value) report("wrong value for", key);
-          want.erase(it);
+          if (it->second != value) {
+            visit(IndexMismatch::kWrongValue, key, it->second);
+          }
+          expected->erase(it);
         }
         return true;
       },
       nullptr);
   if (!s.ok()) return s;
-  for (const auto& [key, value] : want) report("missing entry", key);
+  for (const auto& [key, value] : *expected) {
+    visit(IndexMismatch::kMissing, key, value);
+  }
   return Status::OK();
 }
 
@@ -638,11 +650,7 @@ Status TaskStore::RepairIndexes() {
           EncodeState(state, &builder);
           std::string key = StateKey(id);
           std::string_view value;
-          inner = StoredValue(key,
-                              std::string_view(reinterpret_cast<const char*>(
-                                                   builder.GetBufferPointer()),
-                                               builder.GetSize()),
-                              &sealed, &value);
+          inner = StoredValue(key, BuilderBytes(builder), &sealed, &value);
           if (!inner.ok()) return false;
           batch.Put(Handle(ColumnFamily::kTasks), key, AsSlice(value));
         }
@@ -655,24 +663,19 @@ Status TaskStore::RepairIndexes() {
   if (!s.ok()) return s;
   if (!inner.ok()) return inner;
   rocksdb::ColumnFamilyHandle* index = Handle(ColumnFamily::kIndex);
-  s = ScanLocked(
-      ColumnFamily::kIndex, "", "",
-      [&](std::string_view key, std::string_view value) {
-        auto it = want.find(std::string(key));
-        if (it == want.end()) {
-          batch.SingleDelete(index, AsSlice(key));
-        } else {
-          if (it->second != value) {
-            batch.SingleDelete(index, AsSlice(key));
-            batch.Put(index, AsSlice(key), it->second);
-          }
-          want.erase(it);
-        }
-        return true;
-      },
-      nullptr);
+  // A wrong value is removed before it is put again: SingleDelete allows
+  // one put per key between deletes.
+  auto repair = [&](IndexMismatch mismatch, std::string_view key,
+                    std::string_view expected) {
+    if (mismatch != IndexMismatch::kMissing) {
+      batch.SingleDelete(index, AsSlice(key));
+    }
+    if (mismatch != IndexMismatch::kWithoutTask) {
+      batch.Put(index, AsSlice(key), AsSlice(expected));
+    }
+  };
+  s = CompareIndexLocked(&want, repair);
   if (!s.ok()) return s;
-  for (const auto& [key, value] : want) batch.Put(index, key, value);
   rocksdb::WriteOptions wo;
   wo.sync = options_.durability == Durability::kSync;
   return FromRocks(db_->Write(wo, &batch), "repairing the index");
@@ -763,12 +766,10 @@ Status TaskStore::GetTaskLocked(ColumnFamily family, TaskId id, TaskBytes* task,
       state->failures_total() == 0) {
     return Status::OK();
   }
-  uint32_t total = state->failures_total();
-  uint32_t first = total > kMaxFailureHistory ? total - kMaxFailureHistory : 0;
   std::string prefix = TaskPrefix(id);
   prefix.push_back(static_cast<char>(TaskValueKind::kFailure));
   return ScanLocked(
-      family, prefix, FailureKey(id, first),
+      family, prefix, FailureKey(id, FirstKeptFailure(state->failures_total())),
       [&](std::string_view key, std::string_view value) {
         std::string* failure = task->AddFailure();
         failure->assign(value);
@@ -1022,7 +1023,7 @@ Status TaskStore::ForEachEntry(
 namespace {
 
 // One change to the index, gathered so that a batch's index writes go in
-// key order (see Commit).
+// key order (see WriteIndexOps).
 struct IndexOp {
   std::string key;
   std::string value;
@@ -1056,201 +1057,303 @@ void DiffIndex(const std::vector<IndexEntry>& before,
   }
 }
 
+// Index removals first, then puts: a key may change hands between two
+// tasks of the batch (a dedup key, a waiting edge), and the new holder's
+// put must come after the old holder's SingleDelete. A key is removed
+// once, however many reasons the batch has; only a task set aside or taken
+// back repeats a removal (`may_repeat`), so only then is the set kept.
+// Within each pass the changes keep their order, task by task in id order,
+// so that within each range (a status and type, a group) ids ascend, as the
+// memtable insert hints want (IndexFrontTransform).
+void WriteIndexOps(const std::vector<IndexOp>& ops, bool may_repeat,
+                   rocksdb::ColumnFamilyHandle* index,
+                   rocksdb::WriteBatch* batch) {
+  std::unordered_set<std::string_view> removed;
+  for (const IndexOp& op : ops) {
+    if (op.remove && (!may_repeat || removed.insert(op.key).second)) {
+      batch->SingleDelete(index, op.key);
+    }
+  }
+  for (const IndexOp& op : ops) {
+    if (!op.remove) batch->Put(index, op.key, op.value);
+  }
+}
+
+// Changed per-type counts, as deltas by status: kept apart from the
+// committed counts until the write succeeds.
+using TypeDeltas = std::map<std::string, std::array<int64_t, kTaskStatusCount>>;
+
 }  // namespace
 
 const StateRecord* TaskStore::CachedState(TaskId id) const {
   return states_.Find(id);
 }
 
-Status TaskStore::Commit(WriteTxn* txn) {
-  std::shared_lock<std::shared_mutex> lock(db_mutex_);
-  if (!db_) return StoreClosed(options_.path);
-  rocksdb::WriteBatch batch;
-  rocksdb::ColumnFamilyHandle* tasks = Handle(ColumnFamily::kTasks);
-  rocksdb::ColumnFamilyHandle* meta = Handle(ColumnFamily::kMeta);
-  auto counts = counts_;
-  // Changed per-type counts, as deltas, applied only if the write succeeds.
-  std::map<std::string, std::array<int64_t, kTaskStatusCount>> type_deltas;
-  auto count = [&](const StateRecord& state, int delta) {
-    auto status = static_cast<size_t>(state.status);
-    uint64_t& c = counts[status];
-    if (delta > 0 || c > 0) c += delta;  // never wrap; a rebuild fixes drift
-    type_deltas[state.type][status] += delta;
-  };
-  std::vector<IndexOp> index_ops;
-  std::string sealed;
-  auto put_value = [&](rocksdb::ColumnFamilyHandle* family,
-                       const std::string& key, std::string_view plain) {
-    std::string_view value;
-    Status s = StoredValue(key, plain, &sealed, &value);
-    if (s.ok()) batch.Put(family, key, AsSlice(value));
-    return s;
-  };
+// One Commit's write batch while it is staged, step by step, and the
+// figures the store takes on once it is written. The steps write in the
+// order Stage calls them, and the order matters where two of them touch
+// the same key (see Stage).
+class TaskStore::CommitBatch {
+ public:
+  CommitBatch(TaskStore* store, const WriteTxn& txn)
+      : store_(*store),
+        txn_(txn),
+        tasks_(store->Handle(ColumnFamily::kTasks)),
+        meta_(store->Handle(ColumnFamily::kMeta)),
+        counts_(store->counts_) {}
 
+  // Stages everything the transaction holds into the batch.
+  Status Stage();
+  rocksdb::WriteBatch* batch() { return &batch_; }
+  // Once the batch is written: the store's figures and cached states
+  // become the batch's.
+  void Committed();
+
+ private:
+  Status StageResealed();
+  Status StageReinstated();
+  Status StageEntries();
+  void StageIndexDiff(const WriteTxn::Entry& entry);
+  Status EncodeValues(TaskId id, const WriteTxn::Entry& entry);
+  void DeleteValues(TaskId id, const StateRecord& before);
+  Status StageQuarantined();
+  void StageMeta();
+  void StageTypeCounts();
+  void Count(const StateRecord& state, int delta);
+  Status PutValue(rocksdb::ColumnFamilyHandle* family, const std::string& key,
+                  std::string_view plain);
+
+  TaskStore& store_;
+  const WriteTxn& txn_;
+  rocksdb::ColumnFamilyHandle* const tasks_;
+  rocksdb::ColumnFamilyHandle* const meta_;
+  rocksdb::WriteBatch batch_;
+  // Counts by status as of the batch, and per type the changes to them.
+  StatusCountArray counts_;
+  TypeDeltas type_deltas_;
+  // The new counts of each type that changed, as the batch writes them.
+  std::vector<std::pair<std::string, StatusCountArray>> type_updates_;
+  uint64_t reserved_ids_ = 0;
+  std::vector<IndexOp> index_ops_;
+  // Scratch reused by every value of the batch: the sealed form, the
+  // encoding.
+  std::string sealed_;
+  flatbuffers::FlatBufferBuilder builder_{512};
+};
+
+Status TaskStore::CommitBatch::Stage() {
   // Values sealed again under the current key, as committed: first, so
   // that whatever the batch stages for the same task (a transition, a
   // deletion, setting it aside or taking it back) comes after them and wins.
-  for (const auto& [id, set_aside] : txn->resealed_) {
+  Status s = StageResealed();
+  if (!s.ok()) return s;
+  // Before the entries: a task taken back gets its spec and failures back
+  // here, and its entry then adds failures and trims the history, which
+  // must come after.
+  s = StageReinstated();
+  if (!s.ok()) return s;
+  s = StageEntries();
+  if (!s.ok()) return s;
+  s = StageQuarantined();
+  if (!s.ok()) return s;
+  WriteIndexOps(index_ops_,
+                !txn_.quarantined_.empty() || !txn_.reinstated_.empty(),
+                store_.Handle(ColumnFamily::kIndex), &batch_);
+  StageMeta();
+  return Status::OK();
+}
+
+// Stages `plain` under `key`, sealed in an encrypted store.
+Status TaskStore::CommitBatch::PutValue(rocksdb::ColumnFamilyHandle* family,
+                                        const std::string& key,
+                                        std::string_view plain) {
+  std::string_view value;
+  Status s = store_.StoredValue(key, plain, &sealed_, &value);
+  if (s.ok()) batch_.Put(family, key, AsSlice(value));
+  return s;
+}
+
+// Re-encryption: each value of the task opened and sealed again, where it
+// is (in `tasks`, or in `corrupt` for a task set aside).
+Status TaskStore::CommitBatch::StageResealed() {
+  for (const auto& [id, set_aside] : txn_.resealed_) {
     ColumnFamily family =
         set_aside ? ColumnFamily::kCorrupt : ColumnFamily::kTasks;
     Status inner;
-    Status s = ScanLocked(
+    Status s = store_.ScanLocked(
         family, TaskPrefix(id), "",
         [&](std::string_view key, std::string_view value) {
           std::string plain(value);
-          inner = OpenValue(key, &plain);
-          if (inner.ok())
-            inner = put_value(Handle(family), std::string(key), plain);
+          inner = store_.OpenValue(key, &plain);
+          if (inner.ok()) {
+            inner = PutValue(store_.Handle(family), std::string(key), plain);
+          }
           return inner.ok();
         },
         nullptr);
     if (!s.ok()) return s;
     if (!inner.ok()) return inner;
   }
+  return Status::OK();
+}
 
-  // Tasks back from `corrupt`. The index entries they had when set aside
-  // may still be there (the next open drops them): they go first, so that
-  // the entries put below are the only ones. Their spec and failures move
-  // back as stored.
-  for (const StateRecord& stored : txn->reinstated_) {
+// Tasks back from `corrupt`. The index entries they had when set aside may
+// still be there (the next open drops them): they are removed, so that the
+// entries the new state implies are the only ones. The spec and failures
+// move back as stored; the state is staged with the entries.
+Status TaskStore::CommitBatch::StageReinstated() {
+  for (const StateRecord& stored : txn_.reinstated_) {
     for (const IndexEntry& e : IndexEntriesOf(stored)) {
       std::string value;
-      Status s = GetEntryLocked(ColumnFamily::kIndex, e.key, &value, nullptr);
+      Status s =
+          store_.GetEntryLocked(ColumnFamily::kIndex, e.key, &value, nullptr);
       if (s.ok()) {
-        index_ops.push_back({e.key, "", true});
+        index_ops_.push_back({e.key, "", true});
       } else if (!s.IsNotFound()) {
         return s;
       }
     }
-    Status s = ScanLocked(
+    rocksdb::ColumnFamilyHandle* corrupt =
+        store_.Handle(ColumnFamily::kCorrupt);
+    Status s = store_.ScanLocked(
         ColumnFamily::kCorrupt, TaskPrefix(stored.id), "",
         [&](std::string_view key, std::string_view value) {
-          batch.Delete(Handle(ColumnFamily::kCorrupt), AsSlice(key));
+          batch_.Delete(corrupt, AsSlice(key));
           TaskId id;
           TaskValueKind kind;
           uint32_t number;
           if (DecodeTaskKey(key, &id, &kind, &number) &&
               kind != TaskValueKind::kState) {
-            batch.Put(tasks, AsSlice(key), AsSlice(value));
+            batch_.Put(tasks_, AsSlice(key), AsSlice(value));
           }
           return true;
         },
         nullptr);
     if (!s.ok()) return s;
     // It may still be counted from before it was set aside.
-    batch.Put(meta, kMetaCountsDirty, "");
+    batch_.Put(meta_, kMetaCountsDirty, "");
   }
+  return Status::OK();
+}
 
+// The staged tasks: their index changes, their counts, their values.
+Status TaskStore::CommitBatch::StageEntries() {
   // In id order, so that the memtable inserts of a batch go forward.
-  std::vector<TaskId> ids = txn->order_;
+  std::vector<TaskId> ids = txn_.order_;
   std::sort(ids.begin(), ids.end());
-  flatbuffers::FlatBufferBuilder builder(512);
-  auto encoded = [&builder] {
-    return std::string_view(
-        reinterpret_cast<const char*>(builder.GetBufferPointer()),
-        builder.GetSize());
-  };
   for (TaskId id : ids) {
-    const WriteTxn::Entry& entry = txn->entries_.at(id);
-    std::vector<IndexEntry> before;
-    std::vector<IndexEntry> after;
-    if (entry.before) {
-      before = IndexEntriesOf(*entry.before);
-      count(*entry.before, -1);
-    }
+    const WriteTxn::Entry& entry = txn_.entries_.at(id);
+    StageIndexDiff(entry);
     if (entry.after) {
-      after = IndexEntriesOf(*entry.after);
-      count(*entry.after, +1);
-    }
-    DiffIndex(before, after, &index_ops);
-    Status s;
-    if (entry.after) {
-      if (entry.spec) {
-        EncodeSpec(*entry.spec, &builder);
-        s = put_value(tasks, SpecKey(id), encoded());
-      }
-      if (s.ok()) {
-        EncodeState(*entry.after, &builder);
-        s = put_value(tasks, StateKey(id), encoded());
-      }
-      uint32_t number = entry.failures_before;
-      for (size_t i = 0; s.ok() && i < entry.failures.size(); ++i, ++number) {
-        EncodeFailure(entry.failures[i], &builder);
-        s = put_value(tasks, FailureKey(id, number), encoded());
-        if (number >= kMaxFailureHistory) {
-          batch.Delete(tasks, FailureKey(id, number - kMaxFailureHistory));
-        }
-      }
+      Status s = EncodeValues(id, entry);
+      if (!s.ok()) return s;
     } else if (entry.before) {
-      batch.Delete(tasks, SpecKey(id));
-      batch.Delete(tasks, StateKey(id));
-      uint32_t total = entry.before->failures_total;
-      uint32_t first =
-          total > kMaxFailureHistory ? total - kMaxFailureHistory : 0;
-      for (uint32_t n = first; n < total; ++n) {
-        batch.Delete(tasks, FailureKey(id, n));
-      }
-    }
-    if (!s.ok()) return s;
-  }
-
-  for (auto& [id, known] : txn->quarantined_) {
-    // As stored: a sealed value stays sealed. Plaintext bytes (accepted
-    // from before encryption) are sealed on the way, so that the copy does
-    // not outlive the original in plaintext.
-    Status inner;
-    Status s = ScanLocked(
-        ColumnFamily::kTasks, TaskPrefix(id), "",
-        [&](std::string_view key, std::string_view value) {
-          std::string aside(value);
-          if (encrypted() && !IsSealed(aside)) {
-            std::string_view sealed_view;
-            inner = StoredValue(key, std::string(value), &aside, &sealed_view);
-            if (!inner.ok()) return false;
-          }
-          batch.Put(Handle(ColumnFamily::kCorrupt), AsSlice(key), aside);
-          batch.Delete(tasks, AsSlice(key));
-          return true;
-        },
-        nullptr);
-    if (!s.ok()) return s;
-    if (!inner.ok()) return inner;
-    for (const std::string& key : known) index_ops.push_back({key, "", true});
-    batch.Put(meta, kMetaCountsDirty, "");
-  }
-
-  // Index removals first, then puts: a key may change hands between two
-  // tasks of the batch (a dedup key, a waiting edge), and the new holder's
-  // put must come after the old holder's SingleDelete. A key is removed
-  // once, however many reasons the batch has. Within each pass the changes
-  // keep their order, task by task in id order, so that within each range
-  // (a status and type, a group) ids ascend, as the memtable insert hints
-  // want (IndexFrontTransform).
-  rocksdb::ColumnFamilyHandle* index = Handle(ColumnFamily::kIndex);
-  // Only a task set aside or taken back repeats a removal.
-  const bool may_repeat =
-      !txn->quarantined_.empty() || !txn->reinstated_.empty();
-  std::unordered_set<std::string_view> removed;
-  for (const IndexOp& op : index_ops) {
-    if (op.remove && (!may_repeat || removed.insert(op.key).second)) {
-      batch.SingleDelete(index, op.key);
+      DeleteValues(id, *entry.before);
     }
   }
-  for (const IndexOp& op : index_ops) {
-    if (!op.remove) batch.Put(index, op.key, op.value);
-  }
+  return Status::OK();
+}
 
-  for (const auto& [key, value] : txn->meta_) batch.Put(meta, key, value);
-  uint64_t reserved = reserved_ids_;
-  if (txn->max_id_ + kIdReservationBlock / 2 >= reserved_ids_) {
-    reserved = txn->max_id_ + kIdReservationBlock;
+// Index entries follow from the state alone, so the change from the state
+// before to the state after is all the index needs; the counts move with
+// them.
+void TaskStore::CommitBatch::StageIndexDiff(const WriteTxn::Entry& entry) {
+  std::vector<IndexEntry> before;
+  std::vector<IndexEntry> after;
+  if (entry.before) {
+    before = IndexEntriesOf(*entry.before);
+    Count(*entry.before, -1);
   }
-  // New per-type counts, one value per type that changed; a type with no
-  // tasks left loses its entry.
-  std::vector<std::pair<std::string, StatusCountArray>> type_updates;
-  for (const auto& [type, deltas] : type_deltas) {
-    auto current = type_counts_.count(type) != 0 ? type_counts_.at(type)
-                                                 : StatusCountArray{};
+  if (entry.after) {
+    after = IndexEntriesOf(*entry.after);
+    Count(*entry.after, +1);
+  }
+  DiffIndex(before, after, &index_ops_);
+}
+
+// A staged task's new values: the spec once, at enqueue; the state; and the
+// failures it recorded, numbered after those it had. The history keeps the
+// last kMaxFailureHistory, so each failure past them drops the oldest.
+Status TaskStore::CommitBatch::EncodeValues(TaskId id,
+                                            const WriteTxn::Entry& entry) {
+  Status s;
+  if (entry.spec) {
+    EncodeSpec(*entry.spec, &builder_);
+    s = PutValue(tasks_, SpecKey(id), BuilderBytes(builder_));
+  }
+  if (s.ok()) {
+    EncodeState(*entry.after, &builder_);
+    s = PutValue(tasks_, StateKey(id), BuilderBytes(builder_));
+  }
+  uint32_t number = entry.failures_before;
+  for (size_t i = 0; s.ok() && i < entry.failures.size(); ++i, ++number) {
+    EncodeFailure(entry.failures[i], &builder_);
+    s = PutValue(tasks_, FailureKey(id, number), BuilderBytes(builder_));
+    if (number >= kMaxFailureHistory) {
+      batch_.Delete(tasks_, FailureKey(id, number - kMaxFailureHistory));
+    }
+  }
+  return s;
+}
+
+// A deleted task's values: only the failures its history still keeps
+// exist, so only those are deleted.
+void TaskStore::CommitBatch::DeleteValues(TaskId id,
+                                          const StateRecord& before) {
+  batch_.Delete(tasks_, SpecKey(id));
+  batch_.Delete(tasks_, StateKey(id));
+  uint32_t total = before.failures_total;
+  for (uint32_t n = FirstKeptFailure(total); n < total; ++n) {
+    batch_.Delete(tasks_, FailureKey(id, n));
+  }
+}
+
+// Tasks whose state could not be read: set aside, with the index entries
+// the writer knows of. The state cannot say which others it has, nor what
+// it counted as, so the next open repairs both.
+Status TaskStore::CommitBatch::StageQuarantined() {
+  for (const auto& [id, known] : txn_.quarantined_) {
+    Status s = store_.StageSetAside(id, &batch_);
+    if (!s.ok()) return s;
+    for (const std::string& key : known) index_ops_.push_back({key, "", true});
+    batch_.Put(meta_, kMetaCountsDirty, "");
+  }
+  return Status::OK();
+}
+
+// Counts never wrap below zero: a drift is fixed by the next rebuild, and
+// a wrapped count would be believed.
+void TaskStore::CommitBatch::Count(const StateRecord& state, int delta) {
+  auto status = static_cast<size_t>(state.status);
+  uint64_t& c = counts_[status];
+  if (delta > 0 || c > 0) c += delta;
+  type_deltas_[state.type][status] += delta;
+}
+
+void TaskStore::CommitBatch::StageMeta() {
+  for (const auto& [key, value] : txn_.meta_) batch_.Put(meta_, key, value);
+  // The runtime counts ids on from reserved_ids() after a restart, so the
+  // stored reservation must stay ahead of every id handed out: at least
+  // half a block of headroom, renewed a block at a time.
+  reserved_ids_ = store_.reserved_ids_;
+  if (txn_.max_id_ + kIdReservationBlock / 2 >= store_.reserved_ids_) {
+    reserved_ids_ = txn_.max_id_ + kIdReservationBlock;
+  }
+  StageTypeCounts();
+  // Numbered, so that after a failure the writer can tell from the stored
+  // number whether this batch reached the disk anyway.
+  WriterStateValue writer{store_.committed_batches_ + 1, txn_.next_sequence_,
+                          reserved_ids_, counts_};
+  batch_.Put(meta_, kMetaWriterState, EncodeWriterState(writer));
+}
+
+// New per-type counts, one value per type that changed; a type with no
+// tasks left loses its entry, so that meta lists only the types in use.
+void TaskStore::CommitBatch::StageTypeCounts() {
+  for (const auto& [type, deltas] : type_deltas_) {
+    auto committed = store_.type_counts_.find(type);
+    auto current = committed != store_.type_counts_.end() ? committed->second
+                                                          : StatusCountArray{};
     auto next = current;
     bool any = false;
     for (size_t i = 0; i < kTaskStatusCount; ++i) {
@@ -1260,46 +1363,52 @@ Status TaskStore::Commit(WriteTxn* txn) {
     }
     if (next == current) continue;
     if (any) {
-      batch.Put(meta, TypeCountKey(type), EncodeCounts(next));
+      batch_.Put(meta_, TypeCountKey(type), EncodeCounts(next));
     } else {
-      batch.Delete(meta, TypeCountKey(type));
+      batch_.Delete(meta_, TypeCountKey(type));
     }
-    type_updates.emplace_back(type, next);
+    type_updates_.emplace_back(type, next);
   }
-  // Numbered, so that after a failure the writer can tell from the stored
-  // number whether this batch reached the disk anyway.
-  WriterStateValue writer{committed_batches_ + 1, txn->next_sequence_, reserved,
-                          counts};
-  batch.Put(meta, kMetaWriterState, EncodeWriterState(writer));
+}
 
+void TaskStore::CommitBatch::Committed() {
+  ++store_.committed_batches_;
+  store_.counts_ = counts_;
+  for (auto& [type, next] : type_updates_) {
+    if (next == StatusCountArray{}) {
+      store_.type_counts_.erase(type);
+    } else {
+      store_.type_counts_[type] = next;
+    }
+  }
+  store_.next_sequence_ = txn_.next_sequence_;
+  store_.reserved_ids_ = reserved_ids_;
+  for (const auto& [id, entry] : txn_.entries_) {
+    if (entry.after) {
+      store_.states_.Committed(*entry.after);
+    } else {
+      store_.states_.Erase(id);
+    }
+  }
+  for (const auto& [id, known] : txn_.quarantined_) store_.states_.Erase(id);
+}
+
+Status TaskStore::Commit(WriteTxn* txn) {
+  std::shared_lock<std::shared_mutex> lock(db_mutex_);
+  if (!db_) return StoreClosed(options_.path);
+  CommitBatch commit(this, *txn);
+  Status s = commit.Stage();
+  if (!s.ok()) return s;
   rocksdb::WriteOptions wo;
   wo.sync = options_.durability == Durability::kSync;
-  Status s = FromRocks(db_->Write(wo, &batch), "committing a write batch");
+  s = FromRocks(db_->Write(wo, commit.batch()), "committing a write batch");
   if (!s.ok()) {
     // The batch may have landed (the sync failed after the write): what
     // was cached may be stale either way.
     states_.Clear();
     return s;
   }
-  ++committed_batches_;
-  counts_ = counts;
-  for (auto& [type, next] : type_updates) {
-    if (next == StatusCountArray{}) {
-      type_counts_.erase(type);
-    } else {
-      type_counts_[type] = next;
-    }
-  }
-  next_sequence_ = txn->next_sequence_;
-  reserved_ids_ = reserved;
-  for (auto& [id, entry] : txn->entries_) {
-    if (entry.after) {
-      states_.Committed(*entry.after);
-    } else {
-      states_.Erase(id);
-    }
-  }
-  for (const auto& [id, known] : txn->quarantined_) states_.Erase(id);
+  commit.Committed();
   return Status::OK();
 }
 

@@ -58,6 +58,7 @@ class ColumnFamilyHandle;
 class DB;
 class Env;
 class Snapshot;
+class WriteBatch;
 }  // namespace rocksdb
 
 namespace spool::storage {
@@ -319,6 +320,11 @@ class TaskStore {
   // Checks the keys against the store's sealed lookup key (creating it in a
   // new store), and sets up the lookup tagger. REQUIRES: db_ is open.
   Status LoadKeys();
+  // The steps of LoadKeys (storage/task_store_crypto.cc): the lookup key of
+  // an encrypted store, opened with the configured keys, or a new one for a
+  // store that has none yet.
+  Status OpenLookupKey(const std::string& sealed_key, std::string* lookup_key);
+  Status CreateLookupKey(std::string* lookup_key);
   // The stored value, not opened.
   Status GetStoredLocked(ColumnFamily family, std::string_view key,
                          std::string* bytes,
@@ -343,6 +349,22 @@ class TaskStore {
                          const rocksdb::Snapshot* snapshot) const;
   Status CheckIndexesLocked(size_t* mismatches,
                             std::vector<std::string>* problems) const;
+  // How a key of the stored index differs from the entries the states
+  // imply: stored for no task, stored with another value, or not stored.
+  enum class IndexMismatch : uint8_t {
+    kWithoutTask = 0,
+    kWrongValue = 1,
+    kMissing = 2,
+  };
+  using IndexMismatchVisitor =
+      std::function<void(IndexMismatch mismatch, std::string_view key,
+                         std::string_view expected_value)>;
+  // Compares the stored index with `expected` (every entry the states
+  // imply; used up on the way), calling `visit` for each key where they
+  // differ. The one comparison behind CheckIndexes and RepairIndexes, so
+  // that a repair fixes exactly what a check reports.
+  Status CompareIndexLocked(std::map<std::string, std::string>* expected,
+                            const IndexMismatchVisitor& visit) const;
   Status RebuildCounts();
   // Makes the index match the states (after a task was set aside, its
   // index entries are not all known).
@@ -352,11 +374,17 @@ class TaskStore {
   // the rebuild cannot index is set aside (listed, and releasable once
   // readable) instead of left in `tasks` with no index entry.
   Status SetAsideUnreadable();
+  // Stages in *batch the move of task `id`'s values from `tasks` to
+  // `corrupt`: for SetAsideUnreadable and for Commit (a task the writer
+  // could not read), so that both set a task aside the same way.
+  Status StageSetAside(TaskId id, rocksdb::WriteBatch* batch) const;
   rocksdb::ColumnFamilyHandle* Handle(ColumnFamily family) const {
     return handles_[static_cast<size_t>(family)];
   }
   // The state of task `id` the writer committed last, if it keeps it.
   const StateRecord* CachedState(TaskId id) const;
+  // One Commit's write batch as it is staged (task_store.cc).
+  class CommitBatch;
 
   StoreOptions options_;
   std::unique_ptr<rocksdb::Env> owned_env_;

@@ -9,7 +9,9 @@
 #include <rocksdb/options.h>
 #include <rocksdb/write_batch.h>
 
+#include "storage/rocks_status.h"
 #include "storage/task_store.h"
+#include "storage/task_store_internal.h"
 
 namespace spool::storage {
 namespace {
@@ -19,21 +21,18 @@ namespace {
 constexpr const char* kMetaLookupKey = "crypto/lookup_key";
 // The context the lookup key is sealed in.
 constexpr std::string_view kLookupKeyContext = "meta/lookup_key";
-// task_store.cc's marker: when set, the next open rebuilds every index and
-// the counts from the records.
-constexpr const char* kMetaCountsDirty = "counts_dirty";
 
-Status RocksError(const rocksdb::Status& s, std::string_view context) {
-  if (s.ok()) return Status::OK();
-  std::string msg = std::string(context) + ": " + s.ToString();
-  if (s.IsCorruption()) return Status::Corruption(msg);
-  return Status::IOError(msg);
+// Whether a stored value is sealed and long enough to name the key that
+// sealed it.
+bool NamesKeyId(std::string_view stored) {
+  return IsSealed(stored) && stored.size() >= kSealHeaderBytes;
 }
 
-Status Closed(const std::string& path) {
-  return Status::IOError("storage " + path +
-                         " is closed after a failure and could not be "
-                         "reopened");
+// The id of the key that sealed a stored value, for messages; "unknown"
+// when the value names none.
+std::string KeyIdText(std::string_view stored) {
+  return NamesKeyId(stored) ? KeyIdHex(SealedKeyId(stored))
+                            : std::string("unknown");
 }
 
 std::string TaskName(TaskId id) { return "task " + std::to_string(id); }
@@ -46,90 +45,97 @@ Status TaskStore::LoadKeys() {
       db_->Get(rocksdb::ReadOptions(), Handle(ColumnFamily::kMeta),
                kMetaLookupKey, &sealed_key);
   if (!rs.ok() && !rs.IsNotFound()) {
-    return RocksError(rs, "reading the sealed lookup key");
+    return FromRocks(rs, "reading the sealed lookup key");
   }
   bool encrypted_store = rs.ok();
-  std::string where = "storage directory " + options_.path;
-  const KeyRing* keys = options_.keys.get();
-  if (keys == nullptr) {
+  if (!encrypted()) {
     if (!encrypted_store) return Status::OK();
-    std::string id = IsSealed(sealed_key) && sealed_key.size() >= 8
-                         ? KeyIdHex(SealedKeyId(sealed_key))
-                         : "unknown";
     return Status::InvalidArgument(
-        where + " is encrypted (key id " + id +
+        "storage directory " + options_.path + " is encrypted (key id " +
+        KeyIdText(sealed_key) +
         ") and no encryption key is configured: set Options::encryption_key "
         "or storage.encryption_key_file");
   }
-
-  rocksdb::WriteOptions wo;
-  wo.sync = options_.durability == Durability::kSync;
   std::string lookup_key;
-  if (encrypted_store) {
-    uint32_t sealed_with = 0;
-    Status s =
-        keys->Open(kLookupKeyContext, sealed_key, &lookup_key, &sealed_with);
-    if (!s.ok() && IsSealed(sealed_key) && sealed_key.size() >= 8 &&
-        !keys->Has(SealedKeyId(sealed_key))) {
-      return Status::InvalidArgument(
-          "wrong encryption key for " + where + ": it is encrypted with key " +
-          "id " + KeyIdHex(SealedKeyId(sealed_key)) +
-          ", and the configured keys are " + keys->Describe() +
-          ". Configure its key, as the current key or as a previous one");
-    }
-    if (!s.ok() || lookup_key.size() != kKeyBytes) {
-      return Status::Corruption(where + ": the sealed lookup key in meta " +
-                                (s.ok() ? "has the wrong size" : s.message()) +
-                                "; the key is wrong or meta was altered");
-    }
-    if (sealed_with != keys->current_id()) {
-      // A rotation: seal it under the current key, so that the store stops
-      // needing the earlier key for it.
-      std::string resealed;
-      s = keys->Seal(kLookupKeyContext, lookup_key, &resealed);
-      if (s.ok()) {
-        s = RocksError(
-            db_->Put(wo, Handle(ColumnFamily::kMeta), kMetaLookupKey, resealed),
-            "re-sealing the lookup key");
-      }
-      if (!s.ok()) return s;
-    }
-  } else {
-    // A new store, or one written before encryption was turned on.
-    std::unique_ptr<rocksdb::Iterator> it(
-        db_->NewIterator(rocksdb::ReadOptions(), Handle(ColumnFamily::kTasks)));
-    it->SeekToFirst();
-    Status s = RocksError(it->status(), "looking for tasks");
-    if (!s.ok()) return s;
-    bool has_tasks = it->Valid();
-    it.reset();
-    if (has_tasks && !options_.accept_plaintext) {
-      return Status::FailedPrecondition(
-          where +
-          " holds tasks stored without encryption. To encrypt it in place, "
-          "open it with plaintext records accepted (Options::plaintext_records "
-          "= kAccept, storage.plaintext_records = \"accept\") and run "
-          "Runtime::ReencryptAll");
-    }
-    lookup_key = keys->DeriveLookupKey();
-    std::string sealed;
-    s = keys->Seal(kLookupKeyContext, lookup_key, &sealed);
-    if (!s.ok()) return s;
-    rocksdb::WriteBatch batch;
-    batch.Put(Handle(ColumnFamily::kMeta), kMetaLookupKey, sealed);
-    // The index entries of the tasks there hold plaintext groups and dedup
-    // keys; LoadMeta goes on to rebuild every index from the records, with
-    // tags. One batch with the lookup key, so that a crash cannot leave an
-    // encrypted store with plaintext index entries behind.
-    if (has_tasks) batch.Put(Handle(ColumnFamily::kMeta), kMetaCountsDirty, "");
-    s = RocksError(db_->Write(wo, &batch), "writing the sealed lookup key");
-    if (!s.ok()) return s;
-  }
+  Status s = encrypted_store ? OpenLookupKey(sealed_key, &lookup_key)
+                             : CreateLookupKey(&lookup_key);
+  if (!s.ok()) return s;
   // Reopen after a failure loads the same key; the tagger others may be
   // using is kept.
   if (!tagger_) tagger_ = std::make_unique<LookupTagger>(lookup_key);
   OPENSSL_cleanse(lookup_key.data(), lookup_key.size());
   return Status::OK();
+}
+
+// Opening the sealed lookup key is what checks the configured keys against
+// the store. A key id the ring does not hold is a configuration mistake
+// (InvalidArgument, naming the ids); a lookup key that a held key does not
+// open is a wrong key under a known id, or altered meta (Corruption).
+Status TaskStore::OpenLookupKey(const std::string& sealed_key,
+                                std::string* lookup_key) {
+  const KeyRing& keys = *options_.keys;
+  std::string where = "storage directory " + options_.path;
+  uint32_t sealed_with = 0;
+  Status s = keys.Open(kLookupKeyContext, sealed_key, lookup_key, &sealed_with);
+  if (!s.ok() && NamesKeyId(sealed_key) && !keys.Has(SealedKeyId(sealed_key))) {
+    return Status::InvalidArgument(
+        "wrong encryption key for " + where + ": it is encrypted with key " +
+        "id " + KeyIdHex(SealedKeyId(sealed_key)) +
+        ", and the configured keys are " + keys.Describe() +
+        ". Configure its key, as the current key or as a previous one");
+  }
+  if (!s.ok() || lookup_key->size() != kKeyBytes) {
+    return Status::Corruption(where + ": the sealed lookup key in meta " +
+                              (s.ok() ? "has the wrong size" : s.message()) +
+                              "; the key is wrong or meta was altered");
+  }
+  if (sealed_with == keys.current_id()) return Status::OK();
+  // A rotation: seal it under the current key, so that the store stops
+  // needing the earlier key for it.
+  std::string resealed;
+  s = keys.Seal(kLookupKeyContext, *lookup_key, &resealed);
+  if (!s.ok()) return s;
+  rocksdb::WriteOptions wo;
+  wo.sync = options_.durability == Durability::kSync;
+  return FromRocks(
+      db_->Put(wo, Handle(ColumnFamily::kMeta), kMetaLookupKey, resealed),
+      "re-sealing the lookup key");
+}
+
+// A store with no lookup key is new, or was written before encryption was
+// turned on. Its plaintext tasks can be read only with accept_plaintext
+// (OpenValue), so without it the store is refused, rather than opened with
+// every task in it unreadable.
+Status TaskStore::CreateLookupKey(std::string* lookup_key) {
+  std::unique_ptr<rocksdb::Iterator> it(
+      db_->NewIterator(rocksdb::ReadOptions(), Handle(ColumnFamily::kTasks)));
+  it->SeekToFirst();
+  Status s = FromRocks(it->status(), "looking for tasks");
+  if (!s.ok()) return s;
+  bool has_tasks = it->Valid();
+  it.reset();
+  if (has_tasks && !options_.accept_plaintext) {
+    return Status::FailedPrecondition(
+        "storage directory " + options_.path +
+        " holds tasks stored without encryption. To encrypt it in place, "
+        "open it with plaintext records accepted (Options::plaintext_records "
+        "= kAccept, storage.plaintext_records = \"accept\") and run "
+        "Runtime::ReencryptAll");
+  }
+  *lookup_key = options_.keys->DeriveLookupKey();
+  std::string sealed;
+  s = options_.keys->Seal(kLookupKeyContext, *lookup_key, &sealed);
+  if (!s.ok()) return s;
+  rocksdb::WriteBatch batch;
+  batch.Put(Handle(ColumnFamily::kMeta), kMetaLookupKey, sealed);
+  // The index entries of the tasks there hold plaintext groups and dedup
+  // keys; LoadMeta goes on to rebuild every index from the records, with
+  // tags. One batch with the lookup key, so that a crash cannot leave an
+  // encrypted store with plaintext index entries behind.
+  if (has_tasks) batch.Put(Handle(ColumnFamily::kMeta), kMetaCountsDirty, "");
+  rocksdb::WriteOptions wo;
+  wo.sync = options_.durability == Durability::kSync;
+  return FromRocks(db_->Write(wo, &batch), "writing the sealed lookup key");
 }
 
 std::string TaskStore::StoredGroup(std::string_view group) const {
@@ -151,10 +157,8 @@ Status TaskStore::OpenValue(std::string_view key, std::string* bytes) const {
         "values are not accepted (Options::plaintext_records)");
   }
   if (!encrypted()) {
-    std::string id_text = bytes->size() >= 8 ? KeyIdHex(SealedKeyId(*bytes))
-                                             : std::string("unknown");
     return Status::Corruption(TaskValueName(key) + " is encrypted (key id " +
-                              id_text + ") and no key is configured");
+                              KeyIdText(*bytes) + ") and no key is configured");
   }
   Status s = options_.keys->Open(ValueContext(key), *bytes, bytes);
   if (!s.ok()) {
@@ -176,28 +180,36 @@ Status TaskStore::SetAsideUnreadable() {
   if (!s.ok() || unreadable.empty()) return s;
   rocksdb::WriteBatch batch;
   for (TaskId id : unreadable) {
-    Status inner;
-    s = ScanLocked(
-        ColumnFamily::kTasks, TaskPrefix(id), "",
-        [&](std::string_view key, std::string_view stored) {
-          std::string aside(stored);
-          if (encrypted() && !IsSealed(aside)) {
-            std::string_view value;
-            inner = StoredValue(key, std::string(stored), &aside, &value);
-            if (!inner.ok()) return false;
-          }
-          rocksdb::Slice k(key.data(), key.size());
-          batch.Put(Handle(ColumnFamily::kCorrupt), k, aside);
-          batch.Delete(Handle(ColumnFamily::kTasks), k);
-          return true;
-        },
-        nullptr);
+    s = StageSetAside(id, &batch);
     if (!s.ok()) return s;
-    if (!inner.ok()) return inner;
   }
   rocksdb::WriteOptions wo;
   wo.sync = options_.durability == Durability::kSync;
-  return RocksError(db_->Write(wo, &batch), "setting unreadable tasks aside");
+  return FromRocks(db_->Write(wo, &batch), "setting unreadable tasks aside");
+}
+
+// As stored: a sealed value stays sealed. Plaintext bytes (accepted from
+// before encryption) are sealed on the way, so that the copy does not
+// outlive the original in plaintext.
+Status TaskStore::StageSetAside(TaskId id, rocksdb::WriteBatch* batch) const {
+  Status inner;
+  Status s = ScanLocked(
+      ColumnFamily::kTasks, TaskPrefix(id), "",
+      [&](std::string_view key, std::string_view stored) {
+        std::string aside(stored);
+        if (encrypted() && !IsSealed(aside)) {
+          std::string_view value;
+          inner = StoredValue(key, std::string(stored), &aside, &value);
+          if (!inner.ok()) return false;
+        }
+        rocksdb::Slice k(key.data(), key.size());
+        batch->Put(Handle(ColumnFamily::kCorrupt), k, aside);
+        batch->Delete(Handle(ColumnFamily::kTasks), k);
+        return true;
+      },
+      nullptr);
+  if (!s.ok()) return s;
+  return inner;
 }
 
 Status TaskStore::StoredValue(std::string_view key, std::string_view plain,
@@ -216,7 +228,7 @@ Status TaskStore::StoredValue(std::string_view key, std::string_view plain,
 Status TaskStore::GetStoredForTesting(ColumnFamily family, std::string_view key,
                                       std::string* bytes) const {
   std::shared_lock<std::shared_mutex> lock(db_mutex_);
-  if (!db_) return Closed(options_.path);
+  if (!db_) return StoreClosed(options_.path);
   return GetStoredLocked(family, key, bytes, nullptr);
 }
 
@@ -233,7 +245,7 @@ Status TaskStore::FindStale(ColumnFamily family, TaskId after, size_t limit,
   }
   if (after == UINT64_MAX) return Status::OK();
   std::shared_lock<std::shared_mutex> lock(db_mutex_);
-  if (!db_) return Closed(options_.path);
+  if (!db_) return StoreClosed(options_.path);
   uint32_t current = options_.keys->current_id();
   size_t examined = 0;
   TaskId task = 0;
@@ -272,15 +284,15 @@ Status TaskStore::FindStale(ColumnFamily family, TaskId after, size_t limit,
 
 Status TaskStore::CompactAll(const ReadView& held) {
   if (held.store_ != this || held.snapshot_ == nullptr) {
-    return Closed(options_.path);
+    return StoreClosed(options_.path);
   }
   rocksdb::CompactRangeOptions options;
   options.bottommost_level_compaction =
       rocksdb::BottommostLevelCompaction::kForce;
   options.exclusive_manual_compaction = false;
   for (rocksdb::ColumnFamilyHandle* handle : handles_) {
-    Status s = RocksError(db_->CompactRange(options, handle, nullptr, nullptr),
-                          "compacting " + handle->GetName());
+    Status s = FromRocks(db_->CompactRange(options, handle, nullptr, nullptr),
+                         "compacting " + handle->GetName());
     if (!s.ok()) return s;
   }
   return Status::OK();
