@@ -9,7 +9,7 @@
 //   caller threads --read--> reader pool --read--> reader
 //   writer --changed--> watcher --read--> reader pool; reader --watched-->
 //   watcher --> subscribers, for live queries
-//   recovery --recover--> writer --commit--> recovery, at open
+//   recovery --recover--> writer --recovered--> recovery, at open
 
 #ifndef SPOOL_ACTORS_ACTORS_H_
 #define SPOOL_ACTORS_ACTORS_H_
@@ -108,9 +108,7 @@ using reader_pool_actor = caf::typed_actor<
     // Reader `index` finished its query.
     caf::reacts_to<idle_atom, uint32_t>,
     // Finishes the queued queries, then calls back and stops.
-    caf::reacts_to<stop_atom, Completion>,
-    // Test hook: kills reader `index`, as a crash of its thread would.
-    caf::reacts_to<kill_atom, uint32_t>>;
+    caf::reacts_to<stop_atom, Completion>>;
 
 // Keeps the live queries: runs each on the reader pool, re-runs those a
 // commit may have changed (at most one run in flight per query), and hands
@@ -136,7 +134,7 @@ using recovery_actor = caf::typed_actor<
     caf::reacts_to<recover_atom, RecoveryJob>,
     // The writer committed the interrupted attempts (what it did, or why
     // not).
-    caf::reacts_to<commit_atom, Result<Recovered>>>;
+    caf::reacts_to<recovered_atom, Result<Recovered>>>;
 
 }  // namespace spool::actors
 

@@ -25,9 +25,9 @@
 #include <caf/atom.hpp>
 
 #include "actors/attempt_control.h"
-#include "util/schedule.h"
 #include "storage/record.h"
 #include "storage/task_store.h"
+#include "util/schedule.h"
 
 namespace spool::actors {
 
@@ -37,6 +37,7 @@ using enqueue_atom = caf::atom_constant<caf::atom("enqueue")>;
 using claim_atom = caf::atom_constant<caf::atom("claim")>;
 using settle_atom = caf::atom_constant<caf::atom("settle")>;
 using recover_atom = caf::atom_constant<caf::atom("recover")>;
+using recovered_atom = caf::atom_constant<caf::atom("recovered")>;
 using barrier_atom = caf::atom_constant<caf::atom("barrier")>;
 using attach_atom = caf::atom_constant<caf::atom("attach")>;
 using commit_atom = caf::atom_constant<caf::atom("commit")>;
@@ -55,13 +56,11 @@ using control_atom = caf::atom_constant<caf::atom("control")>;
 using meta_atom = caf::atom_constant<caf::atom("meta")>;
 using pause_atom = caf::atom_constant<caf::atom("pause")>;
 using limit_atom = caf::atom_constant<caf::atom("limit")>;
-using periodic_atom = caf::atom_constant<caf::atom("periodic")>;
 using gate_atom = caf::atom_constant<caf::atom("gate")>;
 using watch_atom = caf::atom_constant<caf::atom("watch")>;
 using unwatch_atom = caf::atom_constant<caf::atom("unwatch")>;
 using watched_atom = caf::atom_constant<caf::atom("watched")>;
 using stats_atom = caf::atom_constant<caf::atom("stats")>;
-using kill_atom = caf::atom_constant<caf::atom("kill")>;
 
 // ---- Payloads ----
 

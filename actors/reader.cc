@@ -8,9 +8,9 @@
 #include <caf/all.hpp>
 #include <spdlog/spdlog.h>
 
-#include "util/thread_name.h"
-#include "util/logging.h"
 #include "storage/queries.h"
+#include "util/logging.h"
+#include "util/thread_name.h"
 
 namespace spool::actors {
 namespace {
@@ -107,6 +107,9 @@ void StartReader(Self self, uint32_t index) {
   (*self->state.readers)[index] = slot.reader;
   slot.batch.reset();
   self->state.idle.push_back(index);
+  if (self->state.config.on_reader_started) {
+    self->state.config.on_reader_started(index, slot.reader);
+  }
 }
 
 // Hands reader `index` its share of the waiting queries: a 1/N share with N
@@ -212,12 +215,6 @@ reader_pool_actor::behavior_type PoolBehavior(Self self,
       [self](stop_atom, Completion& done) {
         self->state.on_stopped = std::move(done);
         StopIfDone(self);
-      },
-      [self](kill_atom, uint32_t index) {
-        auto& st = self->state;
-        if (index < st.slots.size()) {
-          caf::anon_send_exit(st.slots[index].reader, caf::exit_reason::kill);
-        }
       },
   };
 }

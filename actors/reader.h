@@ -39,6 +39,11 @@ struct ReaderPoolConfig {
   const storage::TaskStore* store = nullptr;
   // Number of readers, >= 1.
   uint32_t readers = 2;
+  // Test hook: called on the pool's thread with every reader it starts, the
+  // first ones and each replacement, so that a test can kill one as a crash
+  // of its thread would.
+  std::function<void(uint32_t index, const reader_actor& reader)>
+      on_reader_started;
 };
 
 // Spawns the pool on a thread of its own (so that a caller's message wakes

@@ -5,8 +5,11 @@
 
 #include <atomic>
 #include <chrono>
+#include <memory>
+#include <mutex>
 #include <random>
 #include <thread>
+#include <vector>
 
 #include <spool/future.h>
 
@@ -20,6 +23,45 @@ namespace {
 
 using namespace std::chrono_literals;
 using spool::testing::TempDir;
+using spool::testing::WaitUntil;
+
+// The pool's current readers, as its on_reader_started hook reports them.
+class LiveReaders {
+ public:
+  void Started(uint32_t index, const reader_actor& reader) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (readers_.size() <= index) readers_.resize(index + 1);
+    readers_[index] = reader;
+    ++started_;
+  }
+
+  // How many readers the pool started, replacements included.
+  size_t started() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return started_;
+  }
+
+  // Kills reader `index`, as a crash of its thread would. A reader that
+  // died and is not replaced yet is not killed again.
+  void Kill(uint32_t index) {
+    reader_actor reader;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (index < readers_.size()) reader = readers_[index];
+    }
+    if (reader) caf::anon_send_exit(reader, caf::exit_reason::kill);
+  }
+
+  void Clear() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    readers_.clear();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<reader_actor> readers_;
+  size_t started_ = 0;
+};
 
 class ReaderPoolTest : public ::testing::Test {
  protected:
@@ -43,11 +85,21 @@ class ReaderPoolTest : public ::testing::Test {
       EXPECT_TRUE(Stop().ok());
     }
     pool_ = nullptr;
+    readers_->Clear();
     system_.reset();
   }
 
   void Spawn(uint32_t readers) {
-    pool_ = SpawnReaderPool(*system_, ReaderPoolConfig{store_.get(), readers});
+    ReaderPoolConfig config;
+    config.store = store_.get();
+    config.readers = readers;
+    config.on_reader_started = [live = readers_](uint32_t index,
+                                                 const reader_actor& reader) {
+      live->Started(index, reader);
+    };
+    pool_ = SpawnReaderPool(*system_, std::move(config));
+    // So that the first kills find every reader running.
+    ASSERT_TRUE(WaitUntil([&] { return readers_->started() >= readers; }));
     // This thread spawned an actor: let go of the system, or its destructor
     // waits for this thread.
     caf::logger::set_current_actor_system(nullptr);
@@ -87,6 +139,7 @@ class ReaderPoolTest : public ::testing::Test {
   caf::actor_system_config config_;
   std::unique_ptr<caf::actor_system> system_;
   reader_pool_actor pool_;
+  std::shared_ptr<LiveReaders> readers_ = std::make_shared<LiveReaders>();
 };
 
 TEST_F(ReaderPoolTest, KillingReadersWhileThousandsWaitLosesNoQuery) {
@@ -101,7 +154,7 @@ TEST_F(ReaderPoolTest, KillingReadersWhileThousandsWaitLosesNoQuery) {
   std::thread killer([&] {
     std::mt19937 rng(1);
     while (sending.load() || kills.load() < 50) {
-      caf::anon_send(pool_, kill_atom::value, static_cast<uint32_t>(rng() % 3));
+      readers_->Kill(static_cast<uint32_t>(rng() % 3));
       kills.fetch_add(1);
       std::this_thread::sleep_for(std::chrono::microseconds(200 + rng() % 300));
     }
@@ -157,8 +210,8 @@ TEST_F(ReaderPoolTest, EveryReaderDeadAtOnceStillAnswersEverything) {
   std::atomic<uint64_t> runs{0};
   for (uint64_t n = 0; n < kQueries; ++n) {
     if (n % 500 == 0) {
-      caf::anon_send(pool_, kill_atom::value, uint32_t{0});
-      caf::anon_send(pool_, kill_atom::value, uint32_t{1});
+      readers_->Kill(0);
+      readers_->Kill(1);
     }
     caf::anon_send(pool_, read_atom::value, Query(n, promises[n], &runs));
   }

@@ -60,13 +60,10 @@ class ReadyQueue {
   void SetTypeBlocked(const std::string& type, bool blocked);
   void SetGroupBlocked(const std::string& group, bool blocked);
 
-  bool contains(TaskId id) const { return entries_.count(id) != 0; }
   size_t size() const { return entries_.size(); }
   // Ready tasks, blocked or not.
   size_t ready_size() const { return ready_count_; }
   bool ready_empty() const { return ready_count_ == 0; }
-  // True when some ready task is of an unblocked type and group.
-  bool has_runnable() const { return !types_by_head_.empty(); }
   // The types that have ready tasks, blocked or not.
   std::vector<std::string> ReadyTypes() const;
 

@@ -67,11 +67,11 @@ recovery_actor::behavior_type RecoveryBehavior(
           };
         }
         command.done = [me](const Result<Recovered>& recovered) {
-          caf::anon_send(me, commit_atom::value, recovered);
+          caf::anon_send(me, recovered_atom::value, recovered);
         };
         self->send(self->state.writer, recover_atom::value, std::move(command));
       },
-      [self](commit_atom, const Result<Recovered>& recovered) {
+      [self](recovered_atom, const Result<Recovered>& recovered) {
         if (!recovered.ok()) {
           Finish(self, recovered.status().WithContext("recovery"));
           return;

@@ -13,10 +13,10 @@
 
 #include "actors/claimed_pool.h"
 #include "actors/ready_queue.h"
-#include "util/thread_name.h"
-#include "util/logging.h"
 #include "storage/keys.h"
 #include "storage/start_log.h"
+#include "util/logging.h"
+#include "util/thread_name.h"
 
 namespace spool::actors {
 namespace {

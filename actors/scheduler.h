@@ -60,8 +60,11 @@ struct SchedulerConfig {
   storage::StartLog* start_log = nullptr;
 };
 
-// Spawns the scheduler on the actor system's shared threads: it never
-// blocks.
+// Spawns the scheduler on a thread of its own (detached), although it never
+// blocks: its messages come from detached actors (the writer, the workers)
+// and from threads outside the actor system, and on the actor system's
+// shared threads each one waited for a sleeping CAF worker to wake
+// (docs/experiments.md, experiment 7).
 scheduler_actor SpawnScheduler(caf::actor_system& system,
                                SchedulerConfig config);
 

@@ -218,147 +218,181 @@ void RemoveEntry(Self self, uint64_t id) {
   st.PublishCount();
 }
 
+// The entry of `query`, added (and indexed) if no subscriber watches it
+// yet.
+Entry& EntryOf(Self self, const std::shared_ptr<const LiveQuery>& query) {
+  auto& st = self->state;
+  if (auto known = st.by_key.find(query->key()); known != st.by_key.end()) {
+    return st.entries.at(known->second);
+  }
+  uint64_t entry_id = st.next_entry++;
+  Entry entry;
+  entry.id = entry_id;
+  entry.query = query;
+  st.by_key.emplace(entry.query->key(), entry_id);
+  st.IndexOf(entry.query->scope())->insert(entry_id);
+  Entry& added = st.entries.emplace(entry_id, std::move(entry)).first->second;
+  st.PublishCount();
+  return added;
+}
+
+// The entries `changes` may have affected, each listed once. The indexes
+// give the candidates: those filed under a task, group, type or status that
+// changed, and those filed under none; Affects checks the rest of each
+// one's scope.
+std::vector<uint64_t> AffectedBy(Self self, const ChangeSet& changes) {
+  auto& st = self->state;
+  uint64_t epoch = ++st.change_sets;
+  std::vector<uint64_t> affected;
+  auto consider = [&](const EntrySet& set) {
+    for (uint64_t id : set) {
+      Entry& entry = st.entries.at(id);
+      if (entry.seen == epoch) continue;
+      entry.seen = epoch;
+      if (Affects(entry.query->scope(), changes)) affected.push_back(id);
+    }
+  };
+  for (TaskId id : changes.ids) {
+    if (auto it = st.by_task.find(id); it != st.by_task.end()) {
+      consider(it->second);
+    }
+  }
+  for (const std::string& group : changes.groups) {
+    if (auto it = st.by_group.find(group); it != st.by_group.end()) {
+      consider(it->second);
+    }
+  }
+  for (const std::string& type : changes.types) {
+    if (auto it = st.by_type.find(type); it != st.by_type.end()) {
+      consider(it->second);
+    }
+  }
+  for (size_t status = 0; status < kTaskStatusCount; ++status) {
+    if ((changes.statuses & (1u << status)) != 0) {
+      consider(st.by_status[status]);
+    }
+  }
+  consider(st.any);
+  return affected;
+}
+
+// A batch committed: the queries it may have changed run again.
+void OnChanged(Self self, const ChangeSet& changes) {
+  if (self->state.entries.empty()) return;
+  for (uint64_t id : AffectedBy(self, changes)) {
+    Touch(self, self->state.entries.at(id));
+  }
+}
+
+void Subscribe(Self self, WatchRequest& request) {
+  auto& st = self->state;
+  Entry& entry = EntryOf(self, request.query);
+  st.subscriptions[request.id] = entry.id;
+  Subscriber sub;
+  sub.id = request.id;
+  sub.mailbox = std::move(request.subscriber);
+  // Every change committed before this request was matched against the
+  // entry before the request arrived. So the last result is current if no
+  // run is in flight; a run in flight sees all those changes unless one
+  // came after it started (dirty), and then the follow-up does.
+  if (entry.have_result && !entry.in_flight) {
+    sub.has = true;
+    sub.hash = entry.hash;
+    sub.mailbox->Offer(entry.last);
+    ++st.stats.emissions;
+  } else if (entry.in_flight) {
+    sub.first_run = entry.dirty ? entry.run + 1 : entry.run;
+  } else {
+    sub.first_run = entry.run + 1;
+  }
+  entry.subscribers.push_back(std::move(sub));
+  if (!entry.have_result && !entry.in_flight) StartRun(self, entry);
+}
+
+// Ends subscription `id`; a query left without subscribers is dropped.
+void Unsubscribe(Self self, uint64_t id) {
+  auto& st = self->state;
+  auto sub = st.subscriptions.find(id);
+  if (sub == st.subscriptions.end()) return;
+  uint64_t entry_id = sub->second;
+  st.subscriptions.erase(sub);
+  auto entry = st.entries.find(entry_id);
+  if (entry == st.entries.end()) return;
+  auto& subs = entry->second.subscribers;
+  for (auto it = subs.begin(); it != subs.end(); ++it) {
+    if (it->id == id) {
+      subs.erase(it);
+      break;
+    }
+  }
+  if (subs.empty()) RemoveEntry(self, entry_id);
+}
+
+// A run came back from a reader: its result goes to the subscribers if it
+// changed, and the follow-up starts if a change came meanwhile.
+void OnRunDone(Self self, WatchRun& outcome) {
+  auto& st = self->state;
+  auto it = st.entries.find(outcome.query);
+  // Unsubscribed meanwhile, or a duplicate report (a reader that died after
+  // running the query has it run again).
+  if (it == st.entries.end() || !it->second.in_flight ||
+      it->second.run != outcome.run) {
+    return;
+  }
+  Entry& entry = it->second;
+  entry.in_flight = false;
+  --st.stats.in_flight;
+  if (!outcome.ran) {
+    if (outcome.error.IsClosed()) return;
+    uint64_t hash = 0;
+    entry.last = entry.query->Error(outcome.error, &hash);
+    entry.hash = hash;
+    entry.have_result = true;
+  } else if (outcome.result) {
+    entry.last = std::move(outcome.result);
+    entry.hash = outcome.hash;
+    entry.have_result = true;
+  } else {
+    ++st.stats.unchanged;
+  }
+  Deliver(self, entry, outcome.run);
+  if (entry.dirty) StartRun(self, entry);
+}
+
+void ReportStats(Self self, WatchStatsCallback& callback) {
+  auto& st = self->state;
+  WatchStats stats = st.stats;
+  stats.subscriptions = st.subscriptions.size();
+  stats.queries = st.entries.size();
+  callback(stats);
+}
+
+// Closes every subscription, then stops.
+void Stop(Self self, Completion& done) {
+  auto& st = self->state;
+  for (auto& [id, entry] : st.entries) {
+    for (Subscriber& sub : entry.subscribers) sub.mailbox->Close();
+  }
+  st.entries.clear();
+  st.subscriptions.clear();
+  done(Status::OK());
+  self->quit();
+}
+
 watch_actor::behavior_type WatcherBehavior(Self self, WatcherConfig config) {
   self->state.readers = std::move(config.readers);
   self->state.live_queries = std::move(config.live_queries);
   return {
       [self](changed_atom, const ChangeSet& changes) {
-        auto& st = self->state;
-        if (st.entries.empty()) return;
-        uint64_t epoch = ++st.change_sets;
-        std::vector<uint64_t> affected;
-        auto consider = [&](const EntrySet& set) {
-          for (uint64_t id : set) {
-            Entry& entry = st.entries.at(id);
-            if (entry.seen == epoch) continue;
-            entry.seen = epoch;
-            if (Affects(entry.query->scope(), changes)) affected.push_back(id);
-          }
-        };
-        for (TaskId id : changes.ids) {
-          if (auto it = st.by_task.find(id); it != st.by_task.end()) {
-            consider(it->second);
-          }
-        }
-        for (const std::string& group : changes.groups) {
-          if (auto it = st.by_group.find(group); it != st.by_group.end()) {
-            consider(it->second);
-          }
-        }
-        for (const std::string& type : changes.types) {
-          if (auto it = st.by_type.find(type); it != st.by_type.end()) {
-            consider(it->second);
-          }
-        }
-        for (size_t status = 0; status < kTaskStatusCount; ++status) {
-          if ((changes.statuses & (1u << status)) != 0) {
-            consider(st.by_status[status]);
-          }
-        }
-        consider(st.any);
-        for (uint64_t id : affected) Touch(self, st.entries.at(id));
+        OnChanged(self, changes);
       },
-      [self](watch_atom, WatchRequest& request) {
-        auto& st = self->state;
-        uint64_t entry_id;
-        auto known = st.by_key.find(request.query->key());
-        if (known != st.by_key.end()) {
-          entry_id = known->second;
-        } else {
-          entry_id = st.next_entry++;
-          Entry entry;
-          entry.id = entry_id;
-          entry.query = request.query;
-          st.by_key.emplace(entry.query->key(), entry_id);
-          st.IndexOf(entry.query->scope())->insert(entry_id);
-          st.entries.emplace(entry_id, std::move(entry));
-          st.PublishCount();
-        }
-        Entry& entry = st.entries.at(entry_id);
-        st.subscriptions[request.id] = entry_id;
-        Subscriber sub;
-        sub.id = request.id;
-        sub.mailbox = std::move(request.subscriber);
-        // Every change committed before this request was matched against
-        // the entry before the request arrived. So the last result is
-        // current if no run is in flight; a run in flight sees all those
-        // changes unless one came after it started (dirty), and then the
-        // follow-up does.
-        if (entry.have_result && !entry.in_flight) {
-          sub.has = true;
-          sub.hash = entry.hash;
-          sub.mailbox->Offer(entry.last);
-          ++st.stats.emissions;
-        } else if (entry.in_flight) {
-          sub.first_run = entry.dirty ? entry.run + 1 : entry.run;
-        } else {
-          sub.first_run = entry.run + 1;
-        }
-        entry.subscribers.push_back(std::move(sub));
-        if (!entry.have_result && !entry.in_flight) StartRun(self, entry);
-      },
-      [self](unwatch_atom, uint64_t id) {
-        auto& st = self->state;
-        auto sub = st.subscriptions.find(id);
-        if (sub == st.subscriptions.end()) return;
-        uint64_t entry_id = sub->second;
-        st.subscriptions.erase(sub);
-        auto entry = st.entries.find(entry_id);
-        if (entry == st.entries.end()) return;
-        auto& subs = entry->second.subscribers;
-        for (auto it = subs.begin(); it != subs.end(); ++it) {
-          if (it->id == id) {
-            subs.erase(it);
-            break;
-          }
-        }
-        if (subs.empty()) RemoveEntry(self, entry_id);
-      },
-      [self](watched_atom, WatchRun& outcome) {
-        auto& st = self->state;
-        auto it = st.entries.find(outcome.query);
-        // Unsubscribed meanwhile, or a duplicate report (a reader that died
-        // after running the query has it run again).
-        if (it == st.entries.end() || !it->second.in_flight ||
-            it->second.run != outcome.run) {
-          return;
-        }
-        Entry& entry = it->second;
-        entry.in_flight = false;
-        --st.stats.in_flight;
-        if (!outcome.ran) {
-          if (outcome.error.IsClosed()) return;
-          uint64_t hash = 0;
-          entry.last = entry.query->Error(outcome.error, &hash);
-          entry.hash = hash;
-          entry.have_result = true;
-        } else if (outcome.result) {
-          entry.last = std::move(outcome.result);
-          entry.hash = outcome.hash;
-          entry.have_result = true;
-        } else {
-          ++st.stats.unchanged;
-        }
-        Deliver(self, entry, outcome.run);
-        if (entry.dirty) StartRun(self, entry);
-      },
+      [self](watch_atom, WatchRequest& request) { Subscribe(self, request); },
+      [self](unwatch_atom, uint64_t id) { Unsubscribe(self, id); },
+      [self](watched_atom, WatchRun& outcome) { OnRunDone(self, outcome); },
       [self](stats_atom, WatchStatsCallback& callback) {
-        auto& st = self->state;
-        WatchStats stats = st.stats;
-        stats.subscriptions = st.subscriptions.size();
-        stats.queries = st.entries.size();
-        callback(stats);
+        ReportStats(self, callback);
       },
-      [self](stop_atom, Completion& done) {
-        auto& st = self->state;
-        for (auto& [id, entry] : st.entries) {
-          for (Subscriber& sub : entry.subscribers) sub.mailbox->Close();
-        }
-        st.entries.clear();
-        st.subscriptions.clear();
-        done(Status::OK());
-        self->quit();
-      },
+      [self](stop_atom, Completion& done) { Stop(self, done); },
   };
 }
 

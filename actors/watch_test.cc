@@ -40,7 +40,6 @@ reader_pool_actor::behavior_type FakePool(reader_pool_actor::pointer,
       },
       [](idle_atom, uint32_t) {},
       [](stop_atom, Completion& done) { done(Status::OK()); },
-      [](kill_atom, uint32_t) {},
   };
 }
 

@@ -2,8 +2,8 @@
 
 #include <caf/all.hpp>
 
-#include "util/thread_name.h"
 #include "storage/queries.h"
+#include "util/thread_name.h"
 
 namespace spool::actors {
 

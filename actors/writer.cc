@@ -9,11 +9,11 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/handler_registry.h"
-#include "util/thread_name.h"
 #include "actors/transitions.h"
-#include "util/logging.h"
 #include "storage/queries.h"
 #include "storage/start_log.h"
+#include "util/logging.h"
+#include "util/thread_name.h"
 
 namespace spool::actors {
 namespace {
@@ -132,6 +132,36 @@ struct WriterState {
     return states;
   }
 
+  // What `deps`, as this batch sees them, allow under `policy`. Without
+  // dependencies a task is ready, and nothing is read.
+  DependencyVerdict JudgeInBatch(const std::vector<TaskId>& deps,
+                                 DependencyFailure policy) {
+    if (deps.empty()) return DependencyVerdict{};
+    return JudgeDependencies(StatesOf(deps), policy);
+  }
+
+  // What the dedup index holds for a key, as this batch sees it.
+  struct DedupEntry {
+    // Some task holds the key.
+    bool present = false;
+    // The entry is a task id, in `holder`.
+    bool well_formed = false;
+    TaskId holder = 0;
+  };
+
+  // Looks up a dedup key in stored form (TaskStore::StoredDedupKey). OK
+  // with *entry filled in, whether or not the key is held; else the error
+  // of the read.
+  Status LookUpDedupKey(std::string_view stored_key, DedupEntry* entry) {
+    std::string value;
+    Status s = txn().GetIndex(storage::DedupIndexKey(stored_key), &value);
+    if (s.IsNotFound()) return Status::OK();
+    if (!s.ok()) return s;
+    entry->present = true;
+    entry->well_formed = storage::DecodeIdValue(value, &entry->holder);
+    return s;
+  }
+
   // Stages `after` over `before`, then settles the tasks waiting for it if
   // it just finished: the cascade lands in the same batch as its cause.
   void Stage(const StateRecord& before, StateRecord after) {
@@ -168,8 +198,8 @@ struct WriterState {
         StateRecord record;
         if (!Load(waiter, {}, &record).ok()) continue;
         if (record.status != TaskStatus::kWaiting) continue;
-        DependencyVerdict verdict = JudgeDependencies(
-            StatesOf(record.depends_on), record.on_dependency_failure);
+        DependencyVerdict verdict =
+            JudgeInBatch(record.depends_on, record.on_dependency_failure);
         if (verdict.kind == DependencyVerdict::Kind::kWait) continue;
         ApplyVerdict(&record, verdict, now);
         bool finished_now = !IsActive(record);
@@ -213,15 +243,14 @@ struct WriterState {
             it != keys_in_command.end()) {
           holder = it->second;
         } else {
-          std::string value;
-          Status s =
-              txn().GetIndex(storage::DedupIndexKey(
-                                 config.store->StoredDedupKey(task.dedup_key)),
-                             &value);
-          if (s.ok() && !storage::DecodeIdValue(value, &holder)) {
+          DedupEntry entry;
+          Status s = LookUpDedupKey(
+              config.store->StoredDedupKey(task.dedup_key), &entry);
+          if (!s.ok()) return s;
+          if (entry.present && !entry.well_formed) {
             return Status::Corruption("dedup index holds a malformed id");
           }
-          if (!s.ok() && !s.IsNotFound()) return s;
+          holder = entry.holder;
         }
         if (holder != 0) {
           ids[i] = holder;
@@ -263,11 +292,8 @@ struct WriterState {
     for (size_t i = 0; i < tasks.size(); ++i) {
       if (skip[i]) continue;
       NewTask& task = tasks[i];
-      DependencyVerdict verdict;
-      if (!task.depends_on.empty()) {
-        verdict = JudgeDependencies(StatesOf(task.depends_on),
-                                    task.on_dependency_failure);
-      }
+      DependencyVerdict verdict =
+          JudgeInBatch(task.depends_on, task.on_dependency_failure);
       NewRecords records =
           NewRecord(task, txn().NextSequence(), now, verdict,
                     config.store->StoredGroup(task.group),
@@ -383,6 +409,8 @@ struct WriterState {
         });
   }
 
+  // CancelGroup, Purge and Reencrypt act on many tasks; every other kind on
+  // the one task it names, loaded here.
   Result<ControlResult> ApplyControl(const ControlCommand& command) {
     using Kind = ControlCommand::Kind;
     switch (command.kind) {
@@ -396,6 +424,7 @@ struct WriterState {
         break;
     }
     if (command.kind == Kind::kRelease) {
+      // A task set aside has no state in `tasks` to load.
       Result<bool> reinstated = ReinstateSetAside(command.id);
       if (!reinstated.ok()) return reinstated.status();
       if (*reinstated) return ControlResult{};
@@ -403,114 +432,138 @@ struct WriterState {
     StateRecord record;
     Status s = Load(command.id, {}, &record);
     if (!s.ok()) return s;
-    StateRecord before = record;
-    int64_t now = NowMicros();
-    ControlResult result;
     switch (command.kind) {
-      case Kind::kCancel:
+      case Kind::kCancel: {
+        ControlResult result;
         result.status = CancelTask(&record);
         return result;
-      case Kind::kRetry: {
-        if (command.registry && command.registry->count(record.type) == 0) {
-          return NotActionable(record.id,
-                               "cannot be retried: no handler is registered "
-                               "for its type '" +
-                                   record.type + "'");
-        }
-        if (record.status != TaskStatus::kFailed &&
-            record.status != TaskStatus::kCancelled) {
-          return NotActionable(
-              record.id, std::string("is ") + TaskStatusName(record.status) +
-                             "; only failed or cancelled tasks can be "
-                             "retried");
-        }
-        if (!record.stored_dedup_key.empty()) {
-          std::string holder;
-          s = txn().GetIndex(storage::DedupIndexKey(record.stored_dedup_key),
-                             &holder);
-          if (s.ok()) {
-            return NotActionable(record.id,
-                                 "cannot be retried: another active task "
-                                 "holds its dedup key");
-          }
-          if (!s.IsNotFound()) return s;
-        }
-        DependencyVerdict verdict = JudgeDependencies(
-            StatesOf(record.depends_on), record.on_dependency_failure);
-        if (verdict.kind == DependencyVerdict::Kind::kCancel ||
-            verdict.kind == DependencyVerdict::Kind::kFail) {
-          return NotActionable(record.id,
-                               "cannot be retried: " + verdict.reason);
-        }
-        PrepareManualRetry(&record, command.retry, now);
-        ApplyVerdict(&record, verdict, now);
-        txn().Update(std::move(record));
-        return result;
       }
-      case Kind::kDelete: {
-        if (IsActive(record)) {
-          return NotActionable(
-              record.id, std::string("is ") + TaskStatusName(record.status) +
-                             "; only finished tasks can be deleted");
-        }
-        Result<TaskId> waiter = FirstWaiter(record.id);
-        if (!waiter.ok()) return waiter.status();
-        if (*waiter != 0) {
-          return NotActionable(record.id, "is a dependency of waiting task " +
-                                              std::to_string(*waiter));
-        }
-        txn().Delete(record.id);
-        return result;
-      }
+      case Kind::kRetry:
+        return Retry(command, std::move(record));
+      case Kind::kDelete:
+        return Delete(record);
       case Kind::kHold:
-        if (record.status == TaskStatus::kHeld) return result;
-        if (record.status != TaskStatus::kPending &&
-            record.status != TaskStatus::kRetryScheduled &&
-            record.status != TaskStatus::kWaiting) {
-          return NotActionable(record.id, std::string("is ") +
-                                              TaskStatusName(record.status) +
-                                              "; only queued or waiting "
-                                              "tasks can be held");
-        }
-        HoldTask(&record, now);
-        txn().Update(std::move(record));
-        return result;
-      case Kind::kRelease: {
-        if (record.status != TaskStatus::kHeld) {
-          return NotActionable(record.id, std::string("is ") +
-                                              TaskStatusName(record.status) +
-                                              ", not held");
-        }
-        DependencyVerdict verdict;
-        if (!record.depends_on.empty()) {
-          verdict = JudgeDependencies(StatesOf(record.depends_on),
-                                      record.on_dependency_failure);
-        }
-        ApplyVerdict(&record, verdict, now);
-        Stage(before, std::move(record));
-        return result;
-      }
+        return Hold(std::move(record));
+      case Kind::kRelease:
+        return Release(std::move(record));
       case Kind::kCompleteHandOff:
-      case Kind::kFailHandOff: {
-        if (record.status != TaskStatus::kRunning ||
-            record.handoff_reference.empty() ||
-            record.handoff_reference != command.text) {
-          return NotActionable(record.id, "is not handed off with reference '" +
-                                              command.text + "'");
-        }
-        Outcome outcome;
-        outcome.id = record.id;
-        outcome.attempt = record.attempts;
-        if (command.kind == Kind::kFailHandOff) {
-          outcome.status = Status::Aborted(command.error);
-        }
-        Settle(&record, outcome, now, UnitRandom());
-        Stage(before, std::move(record));
-        return result;
-      }
+      case Kind::kFailHandOff:
+        return FinishHandOff(command, std::move(record));
       default:
         return Status::InvalidArgument("unknown control command");
     }
+  }
+
+  // Runs a failed or cancelled task again, with a fresh attempt budget,
+  // unless it could not run: no handler for its type, its dedup key taken
+  // by another active task, or a dependency that failed.
+  Result<ControlResult> Retry(const ControlCommand& command,
+                              StateRecord record) {
+    if (command.registry && command.registry->count(record.type) == 0) {
+      return NotActionable(record.id,
+                           "cannot be retried: no handler is registered "
+                           "for its type '" +
+                               record.type + "'");
+    }
+    if (record.status != TaskStatus::kFailed &&
+        record.status != TaskStatus::kCancelled) {
+      return NotActionable(record.id,
+                           std::string("is ") + TaskStatusName(record.status) +
+                               "; only failed or cancelled tasks can be "
+                               "retried");
+    }
+    if (!record.stored_dedup_key.empty()) {
+      DedupEntry entry;
+      Status s = LookUpDedupKey(record.stored_dedup_key, &entry);
+      if (!s.ok()) return s;
+      if (entry.present) {
+        return NotActionable(record.id,
+                             "cannot be retried: another active task "
+                             "holds its dedup key");
+      }
+    }
+    DependencyVerdict verdict =
+        JudgeInBatch(record.depends_on, record.on_dependency_failure);
+    if (verdict.kind == DependencyVerdict::Kind::kCancel ||
+        verdict.kind == DependencyVerdict::Kind::kFail) {
+      return NotActionable(record.id, "cannot be retried: " + verdict.reason);
+    }
+    int64_t now = NowMicros();
+    PrepareManualRetry(&record, command.retry, now);
+    ApplyVerdict(&record, verdict, now);
+    txn().Update(std::move(record));
+    return ControlResult{};
+  }
+
+  // Deletes a finished task that no waiting task depends on.
+  Result<ControlResult> Delete(const StateRecord& record) {
+    if (IsActive(record)) {
+      return NotActionable(record.id,
+                           std::string("is ") + TaskStatusName(record.status) +
+                               "; only finished tasks can be deleted");
+    }
+    Result<TaskId> waiter = FirstWaiter(record.id);
+    if (!waiter.ok()) return waiter.status();
+    if (*waiter != 0) {
+      return NotActionable(record.id, "is a dependency of waiting task " +
+                                          std::to_string(*waiter));
+    }
+    txn().Delete(record.id);
+    return ControlResult{};
+  }
+
+  // Parks a queued or waiting task; a held one stays held.
+  Result<ControlResult> Hold(StateRecord record) {
+    if (record.status == TaskStatus::kHeld) return ControlResult{};
+    if (record.status != TaskStatus::kPending &&
+        record.status != TaskStatus::kRetryScheduled &&
+        record.status != TaskStatus::kWaiting) {
+      return NotActionable(record.id, std::string("is ") +
+                                          TaskStatusName(record.status) +
+                                          "; only queued or waiting "
+                                          "tasks can be held");
+    }
+    HoldTask(&record, NowMicros());
+    txn().Update(std::move(record));
+    return ControlResult{};
+  }
+
+  // Returns a held task to where its dependencies put it. (A task set aside
+  // never gets here: ApplyControl reinstates it first.)
+  Result<ControlResult> Release(StateRecord record) {
+    if (record.status != TaskStatus::kHeld) {
+      return NotActionable(
+          record.id,
+          std::string("is ") + TaskStatusName(record.status) + ", not held");
+    }
+    StateRecord before = record;
+    ApplyVerdict(&record,
+                 JudgeInBatch(record.depends_on, record.on_dependency_failure),
+                 NowMicros());
+    Stage(before, std::move(record));
+    return ControlResult{};
+  }
+
+  // CompleteHandOff, FailHandOff: the attempt of a task handed off with the
+  // command's reference ends, as a worker's outcome would end it.
+  Result<ControlResult> FinishHandOff(const ControlCommand& command,
+                                      StateRecord record) {
+    if (record.status != TaskStatus::kRunning ||
+        record.handoff_reference.empty() ||
+        record.handoff_reference != command.text) {
+      return NotActionable(
+          record.id, "is not handed off with reference '" + command.text + "'");
+    }
+    Outcome outcome;
+    outcome.id = record.id;
+    outcome.attempt = record.attempts;
+    if (command.kind == ControlCommand::Kind::kFailHandOff) {
+      outcome.status = Status::Aborted(command.error);
+    }
+    StateRecord before = record;
+    Settle(&record, outcome, NowMicros(), UnitRandom());
+    Stage(before, std::move(record));
+    return ControlResult{};
   }
 
   // Cancels one task as Cancel describes; returns its status afterwards.
@@ -721,17 +774,15 @@ struct WriterState {
           id, "is set aside and still cannot be read (" + s.message() + ")");
     }
     if (IsActive(record) && !record.stored_dedup_key.empty()) {
-      std::string holder;
-      s = txn().GetIndex(storage::DedupIndexKey(record.stored_dedup_key),
-                         &holder);
-      TaskId holder_id = 0;
-      if (s.ok() && storage::DecodeIdValue(holder, &holder_id) &&
-          holder_id != id) {
+      DedupEntry entry;
+      s = LookUpDedupKey(record.stored_dedup_key, &entry);
+      if (!s.ok()) return s;
+      // A malformed entry names no holder: it does not stop the return.
+      if (entry.well_formed && entry.holder != id) {
         return NotActionable(id, "cannot return from being set aside: task " +
-                                     std::to_string(holder_id) +
+                                     std::to_string(entry.holder) +
                                      " holds its dedup key now");
       }
-      if (!s.ok() && !s.IsNotFound()) return s;
     }
     StateRecord as_stored = record;
     int64_t now = NowMicros();
@@ -742,15 +793,11 @@ struct WriterState {
         }
         break;
       case TaskStatus::kHeld:
-      case TaskStatus::kWaiting: {
-        DependencyVerdict verdict;
-        if (!record.depends_on.empty()) {
-          verdict = JudgeDependencies(StatesOf(record.depends_on),
-                                      record.on_dependency_failure);
-        }
-        ApplyVerdict(&record, verdict, now);
+      case TaskStatus::kWaiting:
+        ApplyVerdict(
+            &record,
+            JudgeInBatch(record.depends_on, record.on_dependency_failure), now);
         break;
-      }
       default:
         break;
     }
