@@ -353,26 +353,4 @@ void RuntimeImpl::Publish(std::vector<TaskEvent> events) {
   }
 }
 
-const char* TaskEventKindName(TaskEvent::Kind kind) {
-  switch (kind) {
-    case TaskEvent::Kind::kEnqueued:
-      return "enqueued";
-    case TaskEvent::Kind::kStarted:
-      return "started";
-    case TaskEvent::Kind::kRetryScheduled:
-      return "retry_scheduled";
-    case TaskEvent::Kind::kSucceeded:
-      return "succeeded";
-    case TaskEvent::Kind::kFailed:
-      return "failed";
-    case TaskEvent::Kind::kCancelled:
-      return "cancelled";
-    case TaskEvent::Kind::kTimedOut:
-      return "timed_out";
-    case TaskEvent::Kind::kDeferred:
-      return "deferred";
-  }
-  return "invalid";
-}
-
 }  // namespace spool

@@ -11,6 +11,7 @@
 #include "storage/json_writer.h"
 #include "storage/record.h"
 #include "storage/task_record_generated.h"
+#include "util/civil_time.h"
 
 namespace spool::storage {
 namespace {
@@ -23,45 +24,6 @@ std::string_view AsView(const flatbuffers::Vector<uint8_t>* bytes) {
   if (bytes == nullptr) return std::string_view();
   return std::string_view(reinterpret_cast<const char*>(bytes->data()),
                           bytes->size());
-}
-
-// a / b rounded towards negative infinity, so that times before the epoch
-// fall into the right second and day. REQUIRES: b > 0.
-int64_t FloorDiv(int64_t a, int64_t b) {
-  const int64_t quotient = a / b;
-  return a % b < 0 ? quotient - 1 : quotient;
-}
-
-// a mod b in [0, b). REQUIRES: b > 0.
-int64_t FloorMod(int64_t a, int64_t b) {
-  const int64_t remainder = a % b;
-  return remainder < 0 ? remainder + b : remainder;
-}
-
-struct CivilDate {
-  int64_t year;
-  int month;  // 1..12
-  int day;    // 1..31
-};
-
-// The proleptic Gregorian date `days` after 1970-01-01. Howard Hinnant's
-// civil_from_days (http://howardhinnant.github.io/date_algorithms.html),
-// exact for any day count derived from an int64_t microsecond time.
-CivilDate CivilFromDays(int64_t days) {
-  days += 719468;  // Shift the epoch to 0000-03-01.
-  const int64_t era = FloorDiv(days, 146097);
-  const int64_t day_of_era = days - era * 146097;  // [0, 146096]
-  const int64_t year_of_era = (day_of_era - day_of_era / 1460 +
-                               day_of_era / 36524 - day_of_era / 146096) /
-                              365;  // [0, 399]
-  const int64_t day_of_year =
-      day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
-  const int64_t shifted_month = (5 * day_of_year + 2) / 153;  // March = 0
-  const int day =
-      static_cast<int>(day_of_year - (153 * shifted_month + 2) / 5 + 1);
-  const int month = static_cast<int>(shifted_month < 10 ? shifted_month + 3
-                                                        : shifted_month - 9);
-  return CivilDate{year_of_era + era * 400 + (month <= 2 ? 1 : 0), month, day};
 }
 
 // "00" "01" ... "99": two digits per lookup instead of one per division.

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "util/civil_time.h"
+
 namespace spool {
 namespace {
 
@@ -10,10 +12,6 @@ constexpr int64_t kMicrosPerSecond = 1'000'000;
 constexpr int64_t kMicrosPerMinute = 60 * kMicrosPerSecond;
 constexpr int64_t kMinutesPerDay = 24 * 60;
 constexpr int64_t kSecondsPerDay = 24 * 60 * 60;
-// The Gregorian calendar repeats every 400 years, which is 146097 days and
-// also a whole number of weeks, so any pattern of months, days and weekdays
-// that occurs at all occurs within every span of that many days.
-constexpr int64_t kDaysPerGregorianCycle = 146097;
 constexpr int64_t kMaxIntervalSeconds = 365 * kSecondsPerDay;
 // The last minute whose start a Timestamp can represent.
 constexpr int64_t kMaxSlotMinute =
@@ -23,56 +21,7 @@ constexpr uint32_t kAllDaysOfMonth = 0xFFFFFFFEu;  // Bits 1-31.
 constexpr uint8_t kAllDaysOfWeek = 0x7F;           // Bits 0-6.
 
 // ---------------------------------------------------------------------------
-// Calendar arithmetic on the proleptic Gregorian calendar, after Howard
-// Hinnant's days_from_civil and civil_from_days
-// (http://howardhinnant.github.io/date_algorithms.html). Days are counted
-// from 1970-01-01.
-
-// a / b rounded towards negative infinity. REQUIRES: b > 0.
-int64_t FloorDiv(int64_t a, int64_t b) {
-  const int64_t quotient = a / b;
-  return a % b < 0 ? quotient - 1 : quotient;
-}
-
-// a mod b in [0, b). REQUIRES: b > 0.
-int64_t FloorMod(int64_t a, int64_t b) {
-  const int64_t remainder = a % b;
-  return remainder < 0 ? remainder + b : remainder;
-}
-
-struct CivilDate {
-  int64_t year;
-  int month;  // 1..12
-  int day;    // 1..31
-};
-
-int64_t DaysFromCivil(int64_t year, int month, int day) {
-  year -= month <= 2 ? 1 : 0;
-  const int64_t era = FloorDiv(year, 400);
-  const int64_t year_of_era = year - era * 400;                     // 0..399
-  const int64_t shifted_month = month > 2 ? month - 3 : month + 9;  // Mar = 0
-  const int64_t day_of_year = (153 * shifted_month + 2) / 5 + day - 1;
-  const int64_t day_of_era =
-      year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
-  return era * kDaysPerGregorianCycle + day_of_era - 719468;
-}
-
-CivilDate CivilFromDays(int64_t days) {
-  days += 719468;  // Shift the epoch to 0000-03-01.
-  const int64_t era = FloorDiv(days, kDaysPerGregorianCycle);
-  const int64_t day_of_era = days - era * kDaysPerGregorianCycle;
-  const int64_t year_of_era = (day_of_era - day_of_era / 1460 +
-                               day_of_era / 36524 - day_of_era / 146096) /
-                              365;
-  const int64_t day_of_year =
-      day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
-  const int64_t shifted_month = (5 * day_of_year + 2) / 153;
-  const int day =
-      static_cast<int>(day_of_year - (153 * shifted_month + 2) / 5 + 1);
-  const int month = static_cast<int>(shifted_month < 10 ? shifted_month + 3
-                                                        : shifted_month - 9);
-  return CivilDate{year_of_era + era * 400 + (month <= 2 ? 1 : 0), month, day};
-}
+// Calendar arithmetic beyond util/civil_time.h
 
 bool IsLeapYear(int64_t year) {
   return year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);

@@ -80,4 +80,26 @@ Duration RetryPolicy::DelayAfter(uint32_t attempts_made,
   return Duration(static_cast<int64_t>(std::max(delay, 0.0)));
 }
 
+const char* TaskEventKindName(TaskEvent::Kind kind) {
+  switch (kind) {
+    case TaskEvent::Kind::kEnqueued:
+      return "enqueued";
+    case TaskEvent::Kind::kStarted:
+      return "started";
+    case TaskEvent::Kind::kRetryScheduled:
+      return "retry_scheduled";
+    case TaskEvent::Kind::kSucceeded:
+      return "succeeded";
+    case TaskEvent::Kind::kFailed:
+      return "failed";
+    case TaskEvent::Kind::kCancelled:
+      return "cancelled";
+    case TaskEvent::Kind::kTimedOut:
+      return "timed_out";
+    case TaskEvent::Kind::kDeferred:
+      return "deferred";
+  }
+  return "invalid";
+}
+
 }  // namespace spool
