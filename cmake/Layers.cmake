@@ -16,7 +16,8 @@
 # scripts/check-layers (the ctest test `layering`) checks the #include lines
 # themselves, which catches an upward include of a header-only declaration.
 #
-# `spool`, the library users link, is built from all of them.
+# `spool`, the library users link, is built from all of them; the layers
+# themselves are build-tree only and never installed.
 
 # spool_layer(<name> [DEPENDS <lower layers>] [PUBLIC_LIBS <targets>]
 #             [PRIVATE_LIBS <targets>] SOURCES <files>)
@@ -27,8 +28,14 @@ function(spool_layer name)
   set(target spool_${name})
   add_library(${target} OBJECT ${ARG_SOURCES})
   spool_target_warnings(${target})
+  # Position-independent when `spool` is a shared library
+  # (BUILD_SHARED_LIBS), as its objects then go into one.
+  set_target_properties(${target} PROPERTIES
+    POSITION_INDEPENDENT_CODE ${SPOOL_PIC})
+  # The public headers: include/ and the generated <spool/version.h>.
   target_include_directories(${target}
     PUBLIC $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>
+           $<BUILD_INTERFACE:${SPOOL_GENERATED_INCLUDE_DIR}>
     PRIVATE ${PROJECT_SOURCE_DIR})
   # An object library's objects reach only the targets that link it
   # directly, so each layer records itself and everything below it.
@@ -42,6 +49,10 @@ function(spool_layer name)
   set_target_properties(${target} PROPERTIES SPOOL_LAYER_CLOSURE "${closure}")
   target_link_libraries(${target} PUBLIC ${ARG_PUBLIC_LIBS}
                         PRIVATE ${ARG_PRIVATE_LIBS})
+  # Every layer's third-party libraries, which `spool` links itself: its
+  # installed link interface names them, not the layers.
+  set_property(GLOBAL APPEND PROPERTY SPOOL_LAYER_LIBS
+               ${ARG_PUBLIC_LIBS} ${ARG_PRIVATE_LIBS})
 endfunction()
 
 # spool_link_layer(<target> <layer>): links <target> with layer <layer> and
