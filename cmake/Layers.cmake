@@ -29,9 +29,12 @@ function(spool_layer name)
   add_library(${target} OBJECT ${ARG_SOURCES})
   spool_target_warnings(${target})
   # Position-independent when `spool` is a shared library
-  # (BUILD_SHARED_LIBS), as its objects then go into one.
-  set_target_properties(${target} PROPERTIES
-    POSITION_INDEPENDENT_CODE ${SPOOL_PIC})
+  # (BUILD_SHARED_LIBS), as its objects then go into one; otherwise as
+  # CMAKE_POSITION_INDEPENDENT_CODE says (a parent linking libspool.a into
+  # a shared library of its own sets it).
+  if(BUILD_SHARED_LIBS)
+    set_target_properties(${target} PROPERTIES POSITION_INDEPENDENT_CODE ON)
+  endif()
   # The public headers: include/ and the generated <spool/version.h>.
   target_include_directories(${target}
     PUBLIC $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>
