@@ -138,6 +138,10 @@ void DispatchAll(Self self) {
     st.idle.pop_back();
     Dispatch(self, index);
   }
+  if (st.config.metrics) {
+    st.config.metrics->reader_queue.store(st.waiting.size(),
+                                          std::memory_order_relaxed);
+  }
 }
 
 // Reader `index` died holding `batch`: its queries go back to the front of

@@ -21,6 +21,7 @@
 
 #include "actors/actors.h"
 #include "storage/task_store.h"
+#include "util/metrics.h"
 
 namespace caf {
 class actor_system;
@@ -44,6 +45,8 @@ struct ReaderPoolConfig {
   // of its thread would.
   std::function<void(uint32_t index, const reader_actor& reader)>
       on_reader_started;
+  // Where the pool publishes how many queries wait. Null: nowhere.
+  std::shared_ptr<metrics::Metrics> metrics;
 };
 
 // Spawns the pool on a thread of its own (so that a caller's message wakes

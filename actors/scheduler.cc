@@ -558,6 +558,10 @@ void Dispatch(Self self) {
   }
   ArmTimer(self, st.NextWakeUp(now), now);
   CheckWaiters(self);
+  if (st.config.metrics) {
+    st.config.metrics->ready.store(st.queue.ready_size(),
+                                   std::memory_order_relaxed);
+  }
 }
 
 void ScheduleDispatch(Self self) {

@@ -32,6 +32,7 @@
 #include "actors/attempt_control.h"
 #include "actors/claimed_pool.h"
 #include "storage/start_log.h"
+#include "util/metrics.h"
 
 namespace caf {
 class actor_system;
@@ -58,6 +59,8 @@ struct SchedulerConfig {
   // Where workers record starts (null: nowhere). Its slots bound the
   // attempts in flight; the scheduler hands them out and clears them.
   storage::StartLog* start_log = nullptr;
+  // Where the scheduler publishes how many tasks are ready. Null: nowhere.
+  std::shared_ptr<metrics::Metrics> metrics;
 };
 
 // Spawns the scheduler on a thread of its own (detached), although it never

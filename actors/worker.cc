@@ -1,8 +1,11 @@
 #include "actors/worker.h"
 
+#include <chrono>
+
 #include <caf/all.hpp>
 
 #include "storage/queries.h"
+#include "storage/task_record_generated.h"
 #include "util/thread_name.h"
 
 namespace spool::actors {
@@ -17,6 +20,8 @@ struct WorkerState {
   WorkerConfig config;
   // The task's spec as read; reused from task to task.
   std::string spec;
+  // The metrics slots of the types this worker ran (null without metrics).
+  std::unique_ptr<metrics::SlotCache> slots;
 };
 
 Outcome Unstarted(const ClaimedTask& task) {
@@ -46,15 +51,32 @@ Outcome Run(WorkerState& st, const ClaimedTask& task) {
       task.start_slot != storage::StartLog::kNoSlot) {
     st.config.start_log->Record(task.start_slot, task.id, task.attempt);
   }
-  if (control != nullptr) {
-    control->MarkStarted(st.config.clock->Now().time_since_epoch().count());
+  int64_t now_us = st.config.clock->Now().time_since_epoch().count();
+  if (control != nullptr) control->MarkStarted(now_us);
+  metrics::Metrics* m = st.config.metrics.get();
+  if (m == nullptr)
+    return RunAttempt(*st.config.registry, task, *spec, control);
+  if (task.attempt == 1) {
+    int64_t waited_us = now_us - spec->created_us();
+    m->start_latency.Record(waited_us > 0 ? uint64_t(waited_us) * 1000 : 0);
   }
-  return RunAttempt(*st.config.registry, task, *spec, control);
+  m->running.fetch_add(1, std::memory_order_relaxed);
+  auto started = std::chrono::steady_clock::now();
+  Outcome outcome = RunAttempt(*st.config.registry, task, *spec, control);
+  auto ran = std::chrono::steady_clock::now() - started;
+  m->running.fetch_sub(1, std::memory_order_relaxed);
+  st.slots->Get(task.type)->handler_run.Record(static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(ran).count()));
+  return outcome;
 }
 
 worker_actor::behavior_type WorkerBehavior(
     worker_actor::stateful_pointer<WorkerState> self, WorkerConfig config) {
   self->state.config = std::move(config);
+  if (self->state.config.metrics) {
+    self->state.slots =
+        std::make_unique<metrics::SlotCache>(self->state.config.metrics.get());
+  }
   NameThisThread("spool-worker-" + std::to_string(self->state.config.index));
   // Per thread, as the readers and the writer do.
   storage::DisablePerfCountersOnThisThread();

@@ -13,6 +13,7 @@
 #include "actors/handler_registry.h"
 #include "storage/start_log.h"
 #include "storage/task_store.h"
+#include "util/metrics.h"
 
 namespace caf {
 class actor_system;
@@ -32,6 +33,9 @@ struct WorkerConfig {
   storage::StartLog* start_log = nullptr;
   // The task clock, for the start time that timeouts run from.
   std::shared_ptr<Clock> clock;
+  // Where the worker counts running handlers, start latencies and handler
+  // times. Null: nowhere.
+  std::shared_ptr<metrics::Metrics> metrics;
 };
 
 // Spawns a worker on a thread of its own (detached): a handler may block.

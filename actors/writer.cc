@@ -85,6 +85,8 @@ struct WriterState {
   bool commit_scheduled = false;
   std::mt19937_64 rng{std::random_device{}()};
   std::shared_ptr<spdlog::logger> log;
+  // The metrics slots of the types committed so far (null without metrics).
+  std::unique_ptr<metrics::SlotCache> slots;
 
   int64_t NowMicros() const {
     return config.clock->Now().time_since_epoch().count();
@@ -1022,6 +1024,83 @@ void CountCommit(WriterState& st, const Batch& batch) {
   }
 }
 
+// Publishes a committed batch into the metrics: the counters of the status
+// moves it made, its size and times, and the counts of every status and of
+// each type it touched. One pass over the batch's changes, then one relaxed
+// add per counter.
+void PublishMetrics(WriterState& st, const Batch& batch, uint64_t commit_ns) {
+  metrics::Metrics* m = st.config.metrics.get();
+  if (m == nullptr || !batch.txn || batch.txn->entries().empty()) return;
+  const storage::TaskStore& store = *st.config.store;
+  uint64_t stored = 0, claimed = 0, succeeded = 0, failed = 0, retried = 0,
+           dead = 0, cancelled = 0;
+  std::vector<const std::string*> types;
+  auto note_type = [&types](const std::string& type) {
+    for (const std::string* t : types) {
+      if (*t == type) return;
+    }
+    types.push_back(&type);
+  };
+  for (const auto& [id, entry] : batch.txn->entries()) {
+    if (entry.before) note_type(entry.before->type);
+    if (!entry.after) continue;
+    const StateRecord& after = *entry.after;
+    note_type(after.type);
+    std::optional<TaskStatus> before;
+    if (entry.before) before = entry.before->status;
+    if (!before) ++stored;
+    if (before == after.status) continue;
+    bool was_running = before == TaskStatus::kRunning;
+    switch (after.status) {
+      case TaskStatus::kRunning:
+        ++claimed;
+        break;
+      case TaskStatus::kRetryScheduled:
+        if (was_running) ++failed, ++retried;
+        break;
+      case TaskStatus::kSucceeded:
+        ++succeeded;
+        break;
+      case TaskStatus::kFailed:
+        ++dead;
+        if (was_running) ++failed;
+        break;
+      case TaskStatus::kCancelled:
+        ++cancelled;
+        break;
+      default:
+        break;
+    }
+  }
+  auto add = [](std::atomic<uint64_t>& counter, uint64_t n) {
+    if (n != 0) counter.fetch_add(n, std::memory_order_relaxed);
+  };
+  add(m->stored, stored);
+  add(m->claimed, claimed);
+  add(m->succeeded, succeeded);
+  add(m->failed, failed);
+  add(m->retried, retried);
+  add(m->dead, dead);
+  add(m->cancelled, cancelled);
+  m->commit_batch.Record(batch.txn->entries().size());
+  m->commit_latency.Record(commit_ns);
+  m->sync_latency.Record(store.last_commit_wal_nanos());
+  for (size_t i = 0; i < kTaskStatusCount; ++i) {
+    m->tasks[i].store(store.CountOf(static_cast<TaskStatus>(i)),
+                      std::memory_order_relaxed);
+  }
+  if (!st.slots) st.slots = std::make_unique<metrics::SlotCache>(m);
+  const storage::TypeCounts& counts = store.type_counts();
+  for (const std::string* type : types) {
+    metrics::TypeSlot* slot = st.slots->Get(*type);
+    auto it = counts.find(*type);
+    for (size_t i = 0; i < kTaskStatusCount; ++i) {
+      slot->tasks[i].store(it == counts.end() ? 0 : it->second[i],
+                           std::memory_order_relaxed);
+    }
+  }
+}
+
 void CommitBatch(Self self) {
   auto& st = self->state;
   Batch batch = std::move(st.batch);
@@ -1032,12 +1111,15 @@ void CommitBatch(Self self) {
   auto started = std::chrono::steady_clock::now();
   if (status.ok() && batch.txn && !batch.txn->empty()) {
     if (st.config.before_commit) st.config.before_commit();
+    started = std::chrono::steady_clock::now();
     status = CommitToStore(st, batch.txn.get());
   }
+  uint64_t commit_ns = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(
+          std::chrono::steady_clock::now() - started)
+          .count());
   if (st.log->should_log(spdlog::level::debug)) {
-    double ms = std::chrono::duration<double, std::milli>(
-                    std::chrono::steady_clock::now() - started)
-                    .count();
+    double ms = static_cast<double>(commit_ns) / 1e6;
     st.log->debug("commit: {} commands, {} tasks changed, {:.3f} ms, {}",
                   batch.commands,
                   batch.txn ? batch.txn->entries().size() : size_t{0}, ms,
@@ -1048,7 +1130,11 @@ void CommitBatch(Self self) {
                   status.ToString());
   }
 
-  // Events first: whoever hears of this commit next (the scheduler, which
+  // Metrics, then events, before anyone hears of this commit: a Drain
+  // answered or a caller told finds it counted.
+  if (status.ok()) PublishMetrics(st, batch, commit_ns);
+
+  // Events next: whoever hears of this commit next (the scheduler, which
   // may answer a Drain, or a caller) must find its events already posted.
   bool changed = status.ok() && batch.txn && !batch.txn->entries().empty();
   if (changed && st.config.on_events &&
@@ -1095,6 +1181,10 @@ writer_actor::behavior_type WriterBehavior(Self self, WriterConfig config) {
         if (auto* stats = self->state.config.stats.get()) {
           stats->enqueued.fetch_add(command.tasks.size(),
                                     std::memory_order_relaxed);
+        }
+        if (auto* m = self->state.config.metrics.get()) {
+          m->enqueued.fetch_add(command.tasks.size(),
+                                std::memory_order_relaxed);
         }
         self->state.Enqueue(command);
         Admit(self);

@@ -19,6 +19,7 @@
 #include "actors/actors.h"
 #include "actors/writer_stats.h"
 #include "storage/task_store.h"
+#include "util/metrics.h"
 
 namespace caf {
 class actor_system;
@@ -44,6 +45,9 @@ struct WriterConfig {
   std::shared_ptr<const std::atomic<size_t>> live_queries;
   // Where the writer counts what it does. Null: nowhere.
   std::shared_ptr<WriterStats> stats;
+  // Where the writer publishes spool::Statistics' counters, commit
+  // histograms and task counts after each commit. Null: nowhere.
+  std::shared_ptr<metrics::Metrics> metrics;
 };
 
 // Spawns the writer on a thread of its own (detached): a commit waits for

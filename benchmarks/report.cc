@@ -244,6 +244,18 @@ std::vector<std::string> MethodNotes(const RunReport& r) {
       "Enqueue call alone, \"+wait\" adds waiting on its future. A peer's "
       "enqueue blocks until durable, so it has only \"+wait\". "
       "clock_gettime is the cost of reading the clock itself.",
+      "statistics: per round, enqueue (8 callers, sync, the enqueue "
+      "scenario's window) and a drain of " +
+          WithCommas(std::max(p.drain_tasks * 4, 8000)) +
+          " stored tasks (runtime.workers, sync), three ways in rotating "
+          "order: statistics=off (not kept: TestHooks::collect_statistics), "
+          "kept (kept, read by nobody: the default), polled (kept, and a "
+          "thread calls Runtime::GetStatistics and FormatPrometheus every "
+          "10 ms). rate_over_off and cpu_over_off are a median over off's "
+          "(1 = no cost); process_cpu_us_per_task is the whole process's CPU "
+          "time (getrusage: callers, actors, workers, the poller) per task "
+          "enqueued or drained, which moves less with the machine's load "
+          "than the rates.",
       "codec: Google Benchmark, " + std::to_string(p.rounds) +
           " repetitions of at least " + FormatValue(p.codec_min_time_s) +
           " s each after a warm-up; the median repetition.",

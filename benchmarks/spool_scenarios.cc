@@ -12,12 +12,18 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <map>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
+#include <sys/resource.h>
+#include <thread>
 #include <vector>
 
 #include <spool/runtime.h>
+#include <spool/statistics.h>
 
 #include "actors/ready_queue.h"
 #include "actors/recovery.h"
@@ -158,8 +164,8 @@ void WriterWork::EmitTo(Reporter* out, const std::string& scenario,
 class SpoolInstance {
  public:
   SpoolInstance(const Options& base, Durability durability, int workers,
-                const char* label)
-      : dir_(label), options_(base) {
+                const char* label, TestHooks hooks = {})
+      : dir_(label), options_(base), hooks_(std::move(hooks)) {
     options_.durability = durability;
     options_.workers = workers;
     options_.path = dir_.path() + "/spool";
@@ -181,7 +187,7 @@ class SpoolInstance {
   Status OpenRuntime(Reporter* out) {
     out_ = out;
     if (!dir_.ok()) return Status::IOError("mkdtemp failed");
-    return Runtime::Open(options_, &runtime_);
+    return OpenWithHooks(options_, hooks_, &runtime_);
   }
 
   Status Register() {
@@ -210,6 +216,7 @@ class SpoolInstance {
  private:
   ScratchDir dir_;  // Declared first: outlives the runtime.
   Options options_;
+  TestHooks hooks_;
   std::unique_ptr<Runtime> runtime_;
   Reporter* out_ = nullptr;
   std::atomic<uint64_t> runs_{0};
@@ -284,14 +291,78 @@ Status EnqueueScenario(const Plan& plan, const Options& base, Reporter* out) {
   return Status::OK();
 }
 
+// ---- statistics being read ----
+
+// Reads a runtime's statistics every `interval` on a thread of its own, as a
+// Prometheus scrape or a dashboard would: GetStatistics, then
+// FormatPrometheus. Stops and joins when destroyed.
+class StatisticsPoller {
+ public:
+  StatisticsPoller(Runtime* runtime, std::chrono::milliseconds interval)
+      : thread_([this, runtime, interval] {
+          std::unique_lock<std::mutex> lock(mutex_);
+          while (!stop_) {
+            lock.unlock();
+            bytes_ += FormatPrometheus(runtime->GetStatistics()).size();
+            ++polls_;
+            lock.lock();
+            wake_.wait_for(lock, interval, [this] { return stop_; });
+          }
+        }) {}
+  ~StatisticsPoller() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    thread_.join();
+  }
+  uint64_t polls() const { return polls_.load(); }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stop_ = false;
+  std::atomic<uint64_t> polls_{0};
+  std::atomic<uint64_t> bytes_{0};
+  std::thread thread_;  // Last: starts once the rest is built.
+};
+
+constexpr auto kPollInterval = std::chrono::milliseconds(10);
+
+// How a measured runtime treats its statistics.
+enum class StatsMode {
+  kOff,     // not kept (TestHooks::collect_statistics = false)
+  kKept,    // kept, as always, and read by nobody
+  kPolled,  // kept, and read every kPollInterval by a StatisticsPoller
+};
+
+// The CPU time of this whole process so far (every thread: callers,
+// actors, workers, a poller), in microseconds.
+double ProcessCpuMicros() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  auto us = [](const timeval& t) { return t.tv_sec * 1e6 + t.tv_usec; };
+  return us(usage.ru_utime) + us(usage.ru_stime);
+}
+
+TestHooks HooksFor(StatsMode mode) {
+  TestHooks hooks;
+  hooks.collect_statistics = mode != StatsMode::kOff;
+  return hooks;
+}
+
 // ---- drain ----
 
 // Stores `tasks` tasks before the timer, then times Start until Drain
 // resolves: every task claimed durably, run, and its completion durable.
 Status DrainRound(const Plan& plan, const Options& base, int workers, int tasks,
-                  Reporter* out, double* tasks_per_s, WriterWork* writer) {
+                  Reporter* out, double* tasks_per_s, WriterWork* writer,
+                  StatsMode stats = StatsMode::kKept,
+                  double* cpu_us_per_task = nullptr) {
   const std::string payload(plan.payload_bytes, 'p');
-  SpoolInstance instance(base, Durability::kSync, workers, "drain");
+  SpoolInstance instance(base, Durability::kSync, workers, "drain",
+                         HooksFor(stats));
   Status s = instance.Open(out);
   if (!s.ok()) return s;
   Runtime* runtime = instance.runtime();
@@ -305,11 +376,18 @@ Status DrainRound(const Plan& plan, const Options& base, int workers, int tasks,
     done += n;
   }
 
+  std::optional<StatisticsPoller> poller;
+  if (stats == StatsMode::kPolled) poller.emplace(runtime, kPollInterval);
   WriterStatsSnapshot before = GetWriterStats(*runtime);
+  double cpu_before = ProcessCpuMicros();
   auto start = SteadyClock::now();
   if (!(s = runtime->Start()).ok()) return s;
   s = AwaitStatus(runtime->Drain(), "drain", out);
   auto end = SteadyClock::now();
+  if (cpu_us_per_task != nullptr) {
+    *cpu_us_per_task = (ProcessCpuMicros() - cpu_before) / tasks;
+  }
+  poller.reset();
   if (!s.ok()) return s;
   writer->Add(before, GetWriterStats(*runtime), static_cast<uint64_t>(tasks));
 
@@ -365,6 +443,95 @@ Status DrainScenario(const Plan& plan, const Options& base, Reporter* out) {
                            ",tasks=" + std::to_string(plan.big_drain_tasks),
                        out);
   }
+  return Status::OK();
+}
+
+// ---- statistics: the hot path with and without them ----
+
+// Enqueue (8 callers, sync) and drain (runtime.workers, sync), each three
+// ways: statistics not kept (the runtime as before they existed), kept and
+// read by nobody, and kept and read every 10 ms by a poller. The three run
+// in rotating order round by round, so that drift in the machine's load
+// falls on all alike. Emits each median and its ratio to "off".
+Status StatisticsScenario(const Plan& plan, const Options& base,
+                          Reporter* out) {
+  const std::string payload(plan.payload_bytes, 'p');
+  constexpr int kCallers = 8;
+  const int drain_tasks = std::max(plan.drain_tasks * 4, 8000);
+  constexpr StatsMode kModes[] = {StatsMode::kOff, StatsMode::kKept,
+                                  StatsMode::kPolled};
+  constexpr const char* kNames[] = {"off", "kept", "polled"};
+  std::vector<double> enqueue_rate[3], drain_rate[3];
+  std::vector<double> enqueue_cpu[3], drain_cpu[3];
+  WriterWork enqueue_writer[3], drain_writer[3];
+  for (int round = 1; round <= plan.rounds; ++round) {
+    for (int i = 0; i < 3; ++i) {
+      int m = (round + i) % 3;
+      StatsMode mode = kModes[m];
+      Progress("spool statistics %s: round %d/%d", kNames[m], round,
+               plan.rounds);
+      SpoolInstance instance(base, Durability::kSync, base.workers, "stats",
+                             HooksFor(mode));
+      Status s = instance.Open(out);
+      if (!s.ok()) return s;
+      Runtime* runtime = instance.runtime();
+      std::optional<StatisticsPoller> poller;
+      if (mode == StatsMode::kPolled) poller.emplace(runtime, kPollInterval);
+      WriterStatsSnapshot before = GetWriterStats(*runtime);
+      double cpu_before = ProcessCpuMicros();
+      CallerRun run = RunCallers(
+          kCallers, plan.caller_warmup_s, plan.caller_window_s, [&](int) {
+            return AwaitStatus(runtime->Enqueue(kType, payload).stored,
+                               "enqueue", out);
+          });
+      double cpu = ProcessCpuMicros() - cpu_before;
+      WriterStatsSnapshot after = GetWriterStats(*runtime);
+      if (poller && poller->polls() == 0) {
+        return Status::FailedPrecondition("the statistics poller never ran");
+      }
+      poller.reset();
+      if (!run.error.ok()) return run.error;
+      uint64_t enqueued = after.enqueued - before.enqueued;
+      enqueue_rate[m].push_back(run.ops_per_s);
+      if (enqueued > 0) enqueue_cpu[m].push_back(cpu / enqueued);
+      enqueue_writer[m].Add(before, after, enqueued);
+      if (!(s = instance.Close(out)).ok()) return s;
+
+      double rate = 0, cpu_per_task = 0;
+      s = DrainRound(plan, base, base.workers, drain_tasks, out, &rate,
+                     &drain_writer[m], mode, &cpu_per_task);
+      if (!s.ok()) return s;
+      drain_rate[m].push_back(rate);
+      drain_cpu[m].push_back(cpu_per_task);
+    }
+  }
+  // Each figure's median, and for kept and polled its ratio to off's.
+  auto emit = [out, &kNames](const std::string& variant,
+                             std::vector<double>* rates,
+                             const std::string& unit, std::vector<double>* cpu,
+                             WriterWork* writer) {
+    double off_rate = Median(rates[0]);
+    double off_cpu = Median(cpu[0]);
+    for (int m = 0; m < 3; ++m) {
+      std::string name = variant + ",statistics=" + kNames[m];
+      double rate = Median(rates[m]);
+      double cpu_us = Median(cpu[m]);
+      Emit(out, "statistics", name, "rate", rate, unit);
+      Emit(out, "statistics", name, "process_cpu_us_per_task", cpu_us, "us");
+      writer[m].EmitTo(out, "statistics", name, "task");
+      if (m > 0) {
+        Emit(out, "statistics", name, "rate_over_off",
+             off_rate > 0 ? rate / off_rate : 0, "x");
+        Emit(out, "statistics", name, "cpu_over_off",
+             off_cpu > 0 ? cpu_us / off_cpu : 0, "x");
+      }
+    }
+  };
+  emit("enqueue,sync,callers=" + std::to_string(kCallers), enqueue_rate,
+       "ops/s", enqueue_cpu, enqueue_writer);
+  emit("drain,sync,concurrency=" + std::to_string(base.workers) +
+           ",tasks=" + std::to_string(drain_tasks),
+       drain_rate, "tasks/s", drain_cpu, drain_writer);
   return Status::OK();
 }
 
@@ -823,6 +990,7 @@ Status RunSpoolScenario(const std::string& scenario, const Plan& plan,
   if (scenario == "reads") return ReadsScenario(plan, base, out);
   if (scenario == "enqueue") return EnqueueScenario(plan, base, out);
   if (scenario == "drain") return DrainScenario(plan, base, out);
+  if (scenario == "statistics") return StatisticsScenario(plan, base, out);
   if (scenario == "recovery") return RecoveryScenario(plan, base, out);
   if (scenario == "long_history") return LongHistoryScenario(plan, base, out);
   if (scenario == "caller_thread") {

@@ -83,6 +83,8 @@ WriterStatsSnapshot RuntimeImpl::WriterStats() const {
   return out;
 }
 
+Statistics RuntimeImpl::GetStatistics() { return metrics_->Snapshot(); }
+
 RuntimeImpl::CallGuard::CallGuard(RuntimeImpl* runtime) : runtime_(runtime) {
   // Sequentially consistent on both sides: either Close sees this call in
   // flight, or this call sees the runtime closed.
@@ -113,6 +115,8 @@ Status RuntimeImpl::Open(const Options& options, TestHooks hooks,
 Status RuntimeImpl::OpenInternal() {
   ForgetActorSystemOnExit forget;
   SetLogLevel(options_.log_level);
+  if (options_.log_sink) log_sink_token_ = AddLogSink(options_.log_sink);
+  metrics_->watchers = live_queries_;
   clock_ = options_.clock ? options_.clock : SystemClock();
   executor_ = options_.callback_executor;
   if (!executor_) {
@@ -144,6 +148,7 @@ Status RuntimeImpl::OpenInternal() {
   actors::ReaderPoolConfig reader_config;
   reader_config.store = store_.get();
   reader_config.readers = static_cast<uint32_t>(options_.readers);
+  reader_config.metrics = ActorMetrics();
   readers_ = actors::SpawnReaderPool(*actor_system_, reader_config);
   StartQueries();  // Queries and live queries: the watcher.
 
@@ -161,6 +166,7 @@ Status RuntimeImpl::OpenStore() {
   store_options.durability = options_.durability;
   store_options.env = hooks_.env;
   store_options.state_cache_entries = options_.writer_state_cache;
+  store_options.time_wal = hooks_.collect_statistics;
   Status s = KeyRingFromOptions(&options_, &store_options.keys);
   if (!s.ok()) return s;
   store_options.accept_plaintext =
@@ -178,6 +184,7 @@ void RuntimeImpl::StartWriter() {
   writer_config.max_batch = options_.writer_max_batch;
   writer_config.before_commit = hooks_.before_commit;
   writer_config.stats = writer_stats_;
+  writer_config.metrics = ActorMetrics();
   writer_config.live_queries = live_queries_;
   writer_config.on_events = [this](std::vector<TaskEvent> events) {
     Publish(std::move(events));
@@ -199,6 +206,8 @@ Result<actors::RecoveryResult> RuntimeImpl::Recover() {
   // recovered; no CAF thread waits here.
   Result<actors::RecoveryResult> result = recovered.GetFuture().Wait();
   if (!result.ok()) return result;
+  metrics_->recovered.fetch_add(result->interrupted + result->unstarted,
+                                std::memory_order_relaxed);
   if (result->interrupted > 0) {
     Logger()->warn("recovered {} task(s) interrupted by a crash in {}",
                    result->interrupted, options_.path);
@@ -224,6 +233,7 @@ void RuntimeImpl::StartScheduler(actors::RecoveryResult recovered) {
   scheduler_config.pool = pool_;
   scheduler_config.claim_ahead = static_cast<size_t>(options_.claim_ahead);
   scheduler_config.start_log = start_log_.get();
+  scheduler_config.metrics = ActorMetrics();
   scheduler_ =
       actors::SpawnScheduler(*actor_system_, std::move(scheduler_config));
   caf::anon_send(writer_, actors::attach_atom::value, scheduler_);
@@ -236,6 +246,7 @@ RuntimeImpl::~RuntimeImpl() {
   if (opened_) static_cast<void>(Close().Wait());
   if (closer_.joinable()) closer_.join();
   if (own_executor_) own_executor_->Shutdown();
+  RemoveLogSink(log_sink_token_);
 }
 
 void RuntimeImpl::OpenStartLog() {
@@ -322,6 +333,7 @@ Status RuntimeImpl::Start() {
   auto registry = std::atomic_load(&registry_);
   actors::DispatchConfig dispatch;
   for (const auto& [type, entry] : *registry) {
+    metrics_->Slot(type);  // so that its figures appear from the start
     dispatch.types[type] = actors::TypePolicy{entry.options.max_concurrent,
                                               entry.options.rate_limit,
                                               entry.options.requires_gates};
@@ -352,6 +364,7 @@ Status RuntimeImpl::Start() {
     config.pool = pool_;
     config.start_log = start_log_.get();
     config.clock = clock_;
+    config.metrics = ActorMetrics();
     workers_.push_back(actors::SpawnWorker(*actor_system_, std::move(config)));
   }
   dispatch.workers = workers_;

@@ -23,6 +23,7 @@
 #include "storage/queries.h"
 #include "storage/start_log.h"
 #include "storage/task_store.h"
+#include "util/metrics.h"
 
 namespace caf {
 class actor_system;
@@ -93,6 +94,7 @@ class RuntimeImpl final : public Runtime {
   Future<ReencryptResult> ReencryptAll(ReencryptOptions options) override;
   Future<std::vector<SetAsideTask>> ListSetAside(size_t limit) override;
   Future<StatusCounts> CountByStatus() override;
+  Statistics GetStatistics() override;
   Future<void> Drain() override;
   Future<void> Close() override;
 
@@ -182,6 +184,15 @@ class RuntimeImpl final : public Runtime {
       std::make_shared<std::atomic<size_t>>(0);
   std::shared_ptr<actors::WriterStats> writer_stats_ =
       std::make_shared<actors::WriterStats>();
+  // What GetStatistics reads; the actors update it.
+  std::shared_ptr<metrics::Metrics> metrics_ =
+      std::make_shared<metrics::Metrics>();
+  // metrics_ for the actors to update, or null (TestHooks).
+  std::shared_ptr<metrics::Metrics> ActorMetrics() const {
+    return hooks_.collect_statistics ? metrics_ : nullptr;
+  }
+  // Options::log_sink's registration (util/logging.h); 0 without one.
+  uint64_t log_sink_token_ = 0;
   // Tasks claimed ahead of the workers (actors/claimed_pool.h).
   std::shared_ptr<actors::ClaimedPool> pool_ =
       std::make_shared<actors::ClaimedPool>();

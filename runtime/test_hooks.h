@@ -20,6 +20,10 @@ struct TestHooks {
   std::function<void()> before_commit;
   // Replaces the storage environment (e.g. with fault injection). Not owned.
   rocksdb::Env* env = nullptr;
+  // false: the actors keep no statistics (GetStatistics reads zeros but
+  // for `recovered`), so that spool-bench can measure what keeping them
+  // costs.
+  bool collect_statistics = true;
 };
 
 // Runtime::Open with hooks.

@@ -123,6 +123,8 @@ struct StoreOptions {
   // The most queued tasks whose states the writer keeps in memory
   // (storage/state_cache.h). 0: none (running ones are kept regardless).
   size_t state_cache_entries = 65536;
+  // Whether Commit times the write-ahead log (last_commit_wal_nanos).
+  bool time_wal = true;
 };
 
 class WriteTxn;
@@ -243,6 +245,13 @@ class TaskStore {
   uint64_t CountOf(TaskStatus status) const {
     return counts_[static_cast<size_t>(status)];
   }
+
+  // Tasks by type and status as of the last commit.
+  const TypeCounts& type_counts() const { return type_counts_; }
+
+  // Nanoseconds the last successful Commit spent writing and syncing the
+  // write-ahead log, as RocksDB's perf context measures it (write_wal_time).
+  uint64_t last_commit_wal_nanos() const { return last_commit_wal_nanos_; }
 
   // Commits everything `txn` staged as one WriteBatch: values, their index
   // entries, counts and the meta high-water marks. Syncs the write-ahead log
@@ -402,6 +411,7 @@ class TaskStore {
   uint64_t committed_batches_ = 0;
   std::array<uint64_t, kTaskStatusCount> counts_{};
   TypeCounts type_counts_;
+  uint64_t last_commit_wal_nanos_ = 0;
   // The committed states of tasks the writer is likely to change next.
   // Emptied after any failure.
   StateCache states_;

@@ -1,30 +1,131 @@
 #include "util/logging.h"
 
+#include <map>
 #include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
 
+#include <spdlog/sinks/base_sink.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 namespace spool {
 
-std::shared_ptr<spdlog::logger> Logger() {
-  static std::once_flag once;
-  static std::shared_ptr<spdlog::logger> logger;
-  std::call_once(once, [] {
-    logger = spdlog::get("spool");
-    if (!logger) {
-      logger = spdlog::stderr_color_mt("spool");
-      logger->set_level(spdlog::level::warn);
-    }
-  });
-  return logger;
+namespace {
+
+LogLevel FromSpdlog(spdlog::level::level_enum level) {
+  switch (level) {
+    case spdlog::level::trace:
+      return LogLevel::kTrace;
+    case spdlog::level::debug:
+      return LogLevel::kDebug;
+    case spdlog::level::info:
+      return LogLevel::kInfo;
+    case spdlog::level::warn:
+      return LogLevel::kWarn;
+    case spdlog::level::err:
+    case spdlog::level::critical:
+      return LogLevel::kError;
+    default:
+      return LogLevel::kOff;
+  }
 }
+
+// Forwards each line's message to the registered sinks. spdlog calls
+// sink_it_ under the base sink's mutex, so registration shares it; a sink is
+// never called after RemoveLogSink returns.
+class ForwardingSink final : public spdlog::sinks::base_sink<std::mutex> {
+ public:
+  uint64_t Add(LogSink sink) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    uint64_t token = next_++;
+    sinks_.emplace(token, std::move(sink));
+    return token;
+  }
+  // Returns how many sinks are left.
+  size_t Remove(uint64_t token) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    sinks_.erase(token);
+    return sinks_.size();
+  }
+
+ protected:
+  void sink_it_(const spdlog::details::log_msg& msg) override {
+    std::string_view text(msg.payload.data(), msg.payload.size());
+    LogLevel level = FromSpdlog(msg.level);
+    for (auto& [token, sink] : sinks_) sink(level, text);
+  }
+  void flush_() override {}
+
+ private:
+  uint64_t next_ = 1;
+  std::map<uint64_t, LogSink> sinks_;
+};
+
+struct LoggerState {
+  std::shared_ptr<spdlog::logger> logger;
+  std::shared_ptr<ForwardingSink> forward = std::make_shared<ForwardingSink>();
+  // Guards the silencing of the other sinks, and their levels from before.
+  std::mutex mutex;
+  std::vector<spdlog::level::level_enum> saved_levels;
+};
+
+LoggerState& State() {
+  static LoggerState* state = [] {
+    auto* s = new LoggerState;
+    s->logger = spdlog::get("spool");
+    if (!s->logger) {
+      s->logger = spdlog::stderr_color_mt("spool");
+      s->logger->set_level(spdlog::level::warn);
+    }
+    s->logger->sinks().push_back(s->forward);
+    return s;
+  }();
+  return *state;
+}
+
+// Silences, or restores, every sink of the logger but the forwarding one.
+void SilenceOtherSinks(LoggerState& state, bool silent) {
+  if (silent && !state.saved_levels.empty()) return;  // already silent
+  std::vector<spdlog::sink_ptr>& sinks = state.logger->sinks();
+  for (size_t i = 0; i < sinks.size(); ++i) {
+    if (sinks[i] == state.forward) continue;
+    if (silent) {
+      state.saved_levels.push_back(sinks[i]->level());
+      sinks[i]->set_level(spdlog::level::off);
+    } else if (!state.saved_levels.empty()) {
+      sinks[i]->set_level(state.saved_levels.front());
+      state.saved_levels.erase(state.saved_levels.begin());
+    }
+  }
+  state.saved_levels.shrink_to_fit();
+}
+
+}  // namespace
+
+std::shared_ptr<spdlog::logger> Logger() { return State().logger; }
 
 void SetLogLevel(LogLevel level) {
   static constexpr spdlog::level::level_enum kLevels[] = {
       spdlog::level::trace, spdlog::level::debug, spdlog::level::info,
       spdlog::level::warn,  spdlog::level::err,   spdlog::level::off};
   Logger()->set_level(kLevels[static_cast<int>(level)]);
+}
+
+uint64_t AddLogSink(LogSink sink) {
+  LoggerState& state = State();
+  std::lock_guard<std::mutex> lock(state.mutex);
+  uint64_t token = state.forward->Add(std::move(sink));
+  SilenceOtherSinks(state, true);
+  return token;
+}
+
+void RemoveLogSink(uint64_t token) {
+  if (token == 0) return;
+  LoggerState& state = State();
+  std::lock_guard<std::mutex> lock(state.mutex);
+  if (state.forward->Remove(token) == 0) SilenceOtherSinks(state, false);
 }
 
 }  // namespace spool

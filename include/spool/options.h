@@ -9,8 +9,10 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <spool/clock.h>
@@ -39,6 +41,12 @@ enum class LogLevel : uint8_t { kTrace, kDebug, kInfo, kWarn, kError, kOff };
 
 // "trace", "debug", "info", "warn", "error" or "off".
 const char* LogLevelName(LogLevel level);
+
+// Receives spool's log lines: the level and the message (no time stamp, no
+// level text, no line feed). Called from spool's threads (the writer's, the
+// workers', the caller's of Open), one line at a time; it must not block
+// long, and must not call back into the runtime.
+using LogSink = std::function<void(LogLevel level, std::string_view message)>;
 
 // What an encrypted store does with task records stored in plaintext.
 enum class PlaintextRecords : uint8_t {
@@ -154,6 +162,15 @@ struct Options {
   // Log level of spool's spdlog logger "spool". At kDebug every batch commit
   // is logged with its size and time. Default: kWarn.
   LogLevel log_level = LogLevel::kWarn;
+
+  // Where spool's log lines go instead of stderr, e.g. into the embedding
+  // application's logger. Lines below log_level are not produced. spool's
+  // logger is one per process, shared by the runtimes in it: the sink
+  // receives the lines of every runtime of the process while this runtime
+  // is open, from Open until the runtime is destroyed; while any runtime
+  // has a sink, stderr gets none. Not settable from a config file.
+  // Default: null, meaning stderr.
+  LogSink log_sink;
 
   // ---- Periodic tasks ----
 
