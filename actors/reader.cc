@@ -47,6 +47,13 @@ reader_actor::behavior_type ReaderBehavior(
         auto& st = self->state;
         // Per thread; set here, on the reader's own thread.
         storage::DisablePerfCountersOnThisThread();
+        // A read-only store first replays what the directory's holder wrote
+        // since, once per batch: every query in it was asked before this.
+        // On failure the queries still run, on what was replayed before.
+        if (st.store->read_only()) {
+          Status s = st.store->CatchUp();
+          if (!s.ok()) Logger()->warn("reader: {}", s.ToString());
+        }
         for (ReadJob& job : *batch) RunJob(*st.store, job);
         // One report per batch, on the same channel (this reader's messages
         // to the pool) as the down message that would follow its death.

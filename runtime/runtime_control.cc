@@ -72,6 +72,7 @@ Future<void> RuntimeImpl::SimpleControl(ControlCommand::Kind kind, TaskId id,
 }
 
 Future<TaskStatus> RuntimeImpl::Cancel(TaskId id) {
+  if (read_only_) return Failed<TaskStatus>(ReadOnlyError("Cancel"), executor_);
   ControlCommand command;
   command.kind = ControlCommand::Kind::kCancel;
   command.id = id;
@@ -90,6 +91,9 @@ Future<TaskStatus> RuntimeImpl::Cancel(TaskId id) {
 }
 
 Future<uint64_t> RuntimeImpl::CancelGroup(std::string group) {
+  if (read_only_) {
+    return Failed<uint64_t>(ReadOnlyError("CancelGroup"), executor_);
+  }
   CallGuard guard(this);
   if (guard.closed()) return Failed<uint64_t>(ClosedError(), executor_);
   if (group.empty()) {
@@ -112,6 +116,7 @@ Future<uint64_t> RuntimeImpl::CancelGroup(std::string group) {
 }
 
 Future<void> RuntimeImpl::Retry(TaskId id, std::optional<RetryPolicy> policy) {
+  if (read_only_) return Failed<void>(ReadOnlyError("Retry"), executor_);
   if (policy) {
     Status s = policy->Validate();
     if (!s.ok()) return Failed<void>(s.WithContext("Retry"), executor_);
@@ -133,30 +138,38 @@ Future<void> RuntimeImpl::Retry(TaskId id, std::optional<RetryPolicy> policy) {
 }
 
 Future<void> RuntimeImpl::Delete(TaskId id) {
+  if (read_only_) return Failed<void>(ReadOnlyError("Delete"), executor_);
   return SimpleControl(ControlCommand::Kind::kDelete, id);
 }
 
 Future<void> RuntimeImpl::Hold(TaskId id) {
+  if (read_only_) return Failed<void>(ReadOnlyError("Hold"), executor_);
   return SimpleControl(ControlCommand::Kind::kHold, id);
 }
 
 Future<void> RuntimeImpl::Release(TaskId id) {
+  if (read_only_) return Failed<void>(ReadOnlyError("Release"), executor_);
   return SimpleControl(ControlCommand::Kind::kRelease, id);
 }
 
 Future<void> RuntimeImpl::CompleteHandOff(TaskId id, std::string reference) {
+  if (read_only_) {
+    return Failed<void>(ReadOnlyError("CompleteHandOff"), executor_);
+  }
   return SimpleControl(ControlCommand::Kind::kCompleteHandOff, id,
                        std::move(reference));
 }
 
 Future<void> RuntimeImpl::FailHandOff(TaskId id, std::string reference,
                                       std::string error) {
+  if (read_only_) return Failed<void>(ReadOnlyError("FailHandOff"), executor_);
   if (error.empty()) error = "the handed-off work failed";
   return SimpleControl(ControlCommand::Kind::kFailHandOff, id,
                        std::move(reference), std::move(error));
 }
 
 Future<uint64_t> RuntimeImpl::Purge(PurgeOptions options) {
+  if (read_only_) return Failed<uint64_t>(ReadOnlyError("Purge"), executor_);
   uint32_t statuses = 0;
   for (TaskStatus status : options.statuses) {
     if (!IsTerminal(status)) {
@@ -234,25 +247,30 @@ void RuntimeImpl::SendStep(std::shared_ptr<StepRun> run) {
 }
 
 Status RuntimeImpl::Pause() {
+  if (read_only_) return ReadOnlyError("Pause");
   return TellScheduler(actors::pause_atom::value, std::string(), true);
 }
 
 Status RuntimeImpl::Resume() {
+  if (read_only_) return ReadOnlyError("Resume");
   return TellScheduler(actors::pause_atom::value, std::string(), false);
 }
 
 Status RuntimeImpl::PauseType(std::string_view type) {
+  if (read_only_) return ReadOnlyError("PauseType");
   if (type.empty()) return Status::InvalidArgument("PauseType needs a type");
   return TellScheduler(actors::pause_atom::value, std::string(type), true);
 }
 
 Status RuntimeImpl::ResumeType(std::string_view type) {
+  if (read_only_) return ReadOnlyError("ResumeType");
   if (type.empty()) return Status::InvalidArgument("ResumeType needs a type");
   return TellScheduler(actors::pause_atom::value, std::string(type), false);
 }
 
 Status RuntimeImpl::SetGroupConcurrency(std::string_view group,
                                         uint32_t max_running) {
+  if (read_only_) return ReadOnlyError("SetGroupConcurrency");
   if (group.empty()) {
     return Status::InvalidArgument("SetGroupConcurrency needs a group");
   }
@@ -264,6 +282,7 @@ Status RuntimeImpl::SetGroupConcurrency(std::string_view group,
 }
 
 Status RuntimeImpl::SetGate(std::string_view gate, bool open) {
+  if (read_only_) return ReadOnlyError("SetGate");
   if (gate.empty()) return Status::InvalidArgument("SetGate needs a gate name");
   return TellScheduler(actors::gate_atom::value, std::string(gate), open);
 }
@@ -275,6 +294,7 @@ std::optional<double> RuntimeImpl::Progress(TaskId id) {
 Status RuntimeImpl::AddPeriodic(PeriodicTask periodic) {
   CallGuard guard(this);
   if (guard.closed()) return ClosedError();
+  if (read_only_) return ReadOnlyError("AddPeriodic");
   if (periodic.name.empty()) {
     return Status::InvalidArgument("a periodic task needs a name");
   }

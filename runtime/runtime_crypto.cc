@@ -74,6 +74,9 @@ Status KeyRingFromOptions(Options* options_in,
 }
 
 Future<ReencryptResult> RuntimeImpl::ReencryptAll(ReencryptOptions options) {
+  if (read_only_) {
+    return Failed<ReencryptResult>(ReadOnlyError("ReencryptAll"), executor_);
+  }
   if (options.batch_size == 0) {
     return Failed<ReencryptResult>(
         Status::InvalidArgument("ReencryptAll batch_size must be > 0"),

@@ -55,6 +55,11 @@ Status Runtime::Open(const Options& options,
   return RuntimeImpl::Open(options, TestHooks{}, runtime);
 }
 
+Status Runtime::OpenReadOnly(const Options& options,
+                             std::unique_ptr<Runtime>* runtime) {
+  return RuntimeImpl::Open(options, TestHooks{}, runtime, /*read_only=*/true);
+}
+
 Status OpenWithHooks(const Options& options, TestHooks hooks,
                      std::unique_ptr<Runtime>* runtime) {
   return RuntimeImpl::Open(options, std::move(hooks), runtime);
@@ -96,24 +101,26 @@ RuntimeImpl::CallGuard::~CallGuard() {
   runtime_->calls_in_flight_.fetch_sub(1);
 }
 
-RuntimeImpl::RuntimeImpl(const Options& options, TestHooks hooks)
+RuntimeImpl::RuntimeImpl(const Options& options, TestHooks hooks,
+                         bool read_only)
     : options_(options),
       hooks_(std::move(hooks)),
+      read_only_(read_only),
       registry_(std::make_shared<actors::HandlerRegistry>()) {}
 
 Status RuntimeImpl::Open(const Options& options, TestHooks hooks,
-                         std::unique_ptr<Runtime>* runtime) {
+                         std::unique_ptr<Runtime>* runtime, bool read_only) {
   Status s = options.Validate();
   if (!s.ok()) return s;
-  std::unique_ptr<RuntimeImpl> impl(new RuntimeImpl(options, std::move(hooks)));
-  s = impl->OpenInternal();
+  std::unique_ptr<RuntimeImpl> impl(
+      new RuntimeImpl(options, std::move(hooks), read_only));
+  s = read_only ? impl->OpenReadOnlyInternal() : impl->OpenInternal();
   if (!s.ok()) return s;
   *runtime = std::move(impl);
   return Status::OK();
 }
 
-Status RuntimeImpl::OpenInternal() {
-  ForgetActorSystemOnExit forget;
+void RuntimeImpl::SetUpCallbacks() {
   SetLogLevel(options_.log_level);
   if (options_.log_sink) log_sink_token_ = AddLogSink(options_.log_sink);
   metrics_->watchers = live_queries_;
@@ -123,14 +130,32 @@ Status RuntimeImpl::OpenInternal() {
     own_executor_ = std::make_shared<ThreadExecutor>();
     executor_ = own_executor_;
   }
-  Status s = OpenStore();
-  if (!s.ok()) return s;
-  OpenStartLog();
+}
 
+void RuntimeImpl::StartActorSystem() {
   actor_config_ = std::make_unique<caf::actor_system_config>();
   actor_config_->set("scheduler.max-threads",
                      static_cast<size_t>(options_.scheduler_threads));
   actor_system_ = std::make_unique<caf::actor_system>(*actor_config_);
+}
+
+void RuntimeImpl::StartReaders() {
+  actors::ReaderPoolConfig reader_config;
+  reader_config.store = store_.get();
+  reader_config.readers = static_cast<uint32_t>(options_.readers);
+  reader_config.metrics = ActorMetrics();
+  readers_ = actors::SpawnReaderPool(*actor_system_, reader_config);
+  StartQueries();  // Queries and live queries: the watcher.
+}
+
+Status RuntimeImpl::OpenInternal() {
+  ForgetActorSystemOnExit forget;
+  SetUpCallbacks();
+  Status s = OpenStore();
+  if (!s.ok()) return s;
+  OpenStartLog();
+
+  StartActorSystem();
   StartWriter();
   Result<actors::RecoveryResult> recovered = Recover();
   if (!recovered.ok()) {
@@ -144,13 +169,7 @@ Status RuntimeImpl::OpenInternal() {
   // starts its own records.
   ResetStartLog();
   StartScheduler(std::move(recovered).value());
-
-  actors::ReaderPoolConfig reader_config;
-  reader_config.store = store_.get();
-  reader_config.readers = static_cast<uint32_t>(options_.readers);
-  reader_config.metrics = ActorMetrics();
-  readers_ = actors::SpawnReaderPool(*actor_system_, reader_config);
-  StartQueries();  // Queries and live queries: the watcher.
+  StartReaders();
 
   actors::scheduler_actor scheduler = scheduler_;
   clock_listener_ = clock_->AddListener(
@@ -160,8 +179,22 @@ Status RuntimeImpl::OpenInternal() {
   return Status::OK();
 }
 
+Status RuntimeImpl::OpenReadOnlyInternal() {
+  ForgetActorSystemOnExit forget;
+  SetUpCallbacks();
+  // No start log: it is the holder's, and recovery does not run here.
+  Status s = OpenStore();
+  if (!s.ok()) return s;
+  StartActorSystem();
+  StartReaders();  // The watcher has no writer to attach to.
+  opened_ = true;
+  return Status::OK();
+}
+
 Status RuntimeImpl::OpenStore() {
   storage::StoreOptions store_options;
+  store_options.read_only = read_only_;
+  store_options.secondary_path = options_.secondary_path;
   store_options.path = options_.path;
   store_options.durability = options_.durability;
   store_options.env = hooks_.env;
@@ -289,6 +322,7 @@ Status RuntimeImpl::RegisterHandler(std::string_view type, Handler handler,
                                     HandlerOptions options) {
   CallGuard guard(this);
   if (guard.closed()) return ClosedError();
+  if (read_only_) return ReadOnlyError("RegisterHandler");
   if (type.empty())
     return Status::InvalidArgument("task type must not be empty");
   if (type.size() > options_.max_type_bytes) {
@@ -325,6 +359,7 @@ Status RuntimeImpl::RegisterHandler(std::string_view type, Handler handler,
 Status RuntimeImpl::Start() {
   CallGuard guard(this);
   if (guard.closed()) return ClosedError();
+  if (read_only_) return ReadOnlyError("Start");
   ForgetActorSystemOnExit forget;
   std::lock_guard<std::mutex> lock(registry_mutex_);
   if (started_) {
@@ -477,6 +512,9 @@ Ticket RuntimeImpl::Enqueue(TaskSpec task) {
   CallGuard guard(this);
   if (guard.closed())
     return Ticket{0, Failed<TaskId>(ClosedError(), executor_)};
+  if (read_only_) {
+    return Ticket{0, Failed<TaskId>(ReadOnlyError("Enqueue"), executor_)};
+  }
   int64_t now = clock_->Now().time_since_epoch().count();
   Result<actors::NewTask> prepared = Prepare(task, "task", now);
   Status s = prepared.status();
@@ -511,6 +549,12 @@ BatchTicket RuntimeImpl::EnqueueMany(std::vector<TaskSpec> tasks, bool chain) {
   CallGuard guard(this);
   if (guard.closed()) {
     return BatchTicket{{}, Failed<Ids>(ClosedError(), executor_)};
+  }
+  if (read_only_) {
+    return BatchTicket{
+        {},
+        Failed<Ids>(ReadOnlyError(chain ? "EnqueueChain" : "EnqueueBatch"),
+                    executor_)};
   }
   if (tasks.empty()) {
     return BatchTicket{{}, MakeReadyFuture<Ids>(Ids{}, executor_)};
@@ -589,6 +633,7 @@ Future<StatusCounts> RuntimeImpl::CountByStatus() {
 Future<void> RuntimeImpl::Drain() {
   CallGuard guard(this);
   if (guard.closed()) return Failed<void>(ClosedError(), executor_);
+  if (read_only_) return Failed<void>(ReadOnlyError("Drain"), executor_);
   if (!started_) {
     return Failed<void>(
         Status::FailedPrecondition("Drain waits for tasks to run: call Start "
@@ -623,6 +668,10 @@ Future<void> RuntimeImpl::Close() {
 void RuntimeImpl::RunClose(Promise<void> promise) {
   closed_ = true;
   while (calls_in_flight_.load() != 0) std::this_thread::yield();
+  if (read_only_) {
+    promise.Set(Result<void>(CloseReadOnly()));
+    return;
+  }
 
   auto completion = [](const Promise<void>& p) {
     return Completion([p](const Status& s) { p.Set(Result<void>(s)); });
@@ -676,6 +725,21 @@ void RuntimeImpl::RunClose(Promise<void> promise) {
   store_.reset();
   if (own_executor_) own_executor_->Shutdown();
   promise.Set(Result<void>(result));
+}
+
+Status RuntimeImpl::CloseReadOnly() {
+  StopQueries();
+  Promise<void> readers_stopped;
+  caf::anon_send(readers_, actors::stop_atom::value,
+                 Completion([readers_stopped](const Status& s) {
+                   readers_stopped.Set(Result<void>(s));
+                 }));
+  Status result = Await(readers_stopped).WithContext("close");
+  readers_ = nullptr;
+  actor_system_.reset();
+  store_.reset();
+  if (own_executor_) own_executor_->Shutdown();
+  return result;
 }
 
 }  // namespace spool

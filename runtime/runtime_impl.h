@@ -37,6 +37,15 @@ class WatchLink;
 // What every call after Close returns or resolves with.
 inline Status ClosedError() { return Status::Closed("the runtime is closed"); }
 
+// What every call that would change something returns on a runtime opened
+// with Runtime::OpenReadOnly; `call` names it.
+inline Status ReadOnlyError(std::string_view call) {
+  return Status::FailedPrecondition(
+      "the runtime is open read-only (Runtime::OpenReadOnly): " +
+      std::string(call) +
+      " is refused; it needs the directory opened with Runtime::Open");
+}
+
 // A future already resolved with `status`, for a call refused before it
 // reached an actor.
 template <class T>
@@ -56,7 +65,7 @@ Status KeyRingFromOptions(Options* options,
 class RuntimeImpl final : public Runtime {
  public:
   static Status Open(const Options& options, TestHooks hooks,
-                     std::unique_ptr<Runtime>* runtime);
+                     std::unique_ptr<Runtime>* runtime, bool read_only = false);
   // See GetWriterStats (runtime/test_hooks.h).
   WriterStatsSnapshot WriterStats() const;
   ~RuntimeImpl() override;
@@ -112,8 +121,18 @@ class RuntimeImpl final : public Runtime {
     bool closed_;
   };
 
-  RuntimeImpl(const Options& options, TestHooks hooks);
+  RuntimeImpl(const Options& options, TestHooks hooks, bool read_only);
   Status OpenInternal();
+  // OpenInternal for Runtime::OpenReadOnly: the store as a secondary
+  // instance, the readers and the watcher (for its stats), nothing else.
+  Status OpenReadOnlyInternal();
+  // The steps both opens share: the log level, clock and callback executor;
+  // the actor system; the reader pool and the watcher.
+  void SetUpCallbacks();
+  void StartActorSystem();
+  void StartReaders();
+  // RunClose's steps for a read-only runtime.
+  Status CloseReadOnly();
   // OpenInternal's steps, in order: the store, the writer, recovery (which
   // blocks Open until the queue is recovered), then the scheduler with what
   // recovery found.
@@ -170,6 +189,8 @@ class RuntimeImpl final : public Runtime {
 
   Options options_;
   TestHooks hooks_;
+  // Opened by Runtime::OpenReadOnly: no writer, scheduler or workers exist.
+  const bool read_only_;
   std::shared_ptr<Clock> clock_;
   std::shared_ptr<Executor> executor_;
   // Set when the runtime made its own executor; shut down at close.
@@ -245,6 +266,7 @@ class RuntimeImpl final : public Runtime {
   Future<std::string> ListTasksJson(const TaskQuery& query) override;
   Future<std::string> GetTaskJson(TaskId id) override;
   Future<TypeCounts> CountByType() override;
+  Future<ConsistencyReport> CheckConsistency() override;
   Future<FailureHistory> GetFailureHistory(TaskId id) override;
   Future<std::optional<TaskInfo>> OldestTask(TaskStatus status) override;
   Future<std::optional<TaskInfo>> NextDueTask() override;

@@ -396,8 +396,11 @@ void RuntimeImpl::StartQueries() {
   config.live_queries = live_queries_;
   watcher_ = actors::SpawnWatcher(*actor_system_, std::move(config));
   watch_link_ = std::make_shared<WatchLink>(watcher_);
-  caf::anon_send(writer_, actors::attach_atom::value,
-                 actors::change_listener_actor{watcher_});
+  // A read-only runtime has no writer, so no change notices.
+  if (writer_) {
+    caf::anon_send(writer_, actors::attach_atom::value,
+                   actors::change_listener_actor{watcher_});
+  }
 }
 
 void RuntimeImpl::StopQueries() {
@@ -520,6 +523,46 @@ Future<TypeCounts> RuntimeImpl::CountByType() {
       });
 }
 
+Future<ConsistencyReport> RuntimeImpl::CheckConsistency() {
+  CallGuard guard(this);
+  if (guard.closed()) {
+    return Failed<ConsistencyReport>(ClosedError(), executor_);
+  }
+  return RunQuery<ConsistencyReport>(
+      [](const TaskStore::ReadView& view) -> Result<ConsistencyReport> {
+        ConsistencyReport report;
+        Status s = view.ScanTasks(
+            storage::ColumnFamily::kTasks, 0,
+            [&](TaskId id, storage::TaskBytes& task, const Status& opened) {
+              ++report.tasks;
+              Status readable = opened.ok() ? task.Verify(id) : opened;
+              if (!readable.ok()) {
+                ++report.unreadable;
+                if (report.unreadable_ids.size() < 100) {
+                  report.unreadable_ids.push_back(id);
+                }
+                if (report.problems.size() < 20) {
+                  report.problems.push_back(readable.ToString());
+                }
+              }
+              return true;
+            });
+        if (!s.ok()) return s;
+        s = view.ScanTasks(storage::ColumnFamily::kCorrupt, 0,
+                           [&](TaskId, storage::TaskBytes&, const Status&) {
+                             ++report.set_aside;
+                             return true;
+                           });
+        if (!s.ok()) return s;
+        size_t mismatches = 0;
+        s = view.CheckIndexes(&mismatches, &report.problems);
+        if (!s.ok()) return s;
+        report.index_mismatches = mismatches;
+        if (report.problems.size() > 20) report.problems.resize(20);
+        return report;
+      });
+}
+
 Future<FailureHistory> RuntimeImpl::GetFailureHistory(TaskId id) {
   CallGuard guard(this);
   if (guard.closed()) return Failed<FailureHistory>(ClosedError(), executor_);
@@ -586,6 +629,7 @@ Result<Watch> RuntimeImpl::WatchTask(TaskId id,
                                      WatchCallback<TaskInfo> callback) {
   CallGuard guard(this);
   if (guard.closed()) return ClosedError();
+  if (read_only_) return ReadOnlyError("WatchTask (a live query)");
   if (!callback) return Status::InvalidArgument("the callback is empty");
   return SubscribeLive<TaskInfo>(
       std::make_shared<TaskLiveQuery<TaskInfo>>(id, nullptr, 0),
@@ -596,6 +640,7 @@ Result<Watch> RuntimeImpl::WatchTaskJson(TaskId id,
                                          WatchCallback<std::string> callback) {
   CallGuard guard(this);
   if (guard.closed()) return ClosedError();
+  if (read_only_) return ReadOnlyError("WatchTaskJson (a live query)");
   if (!callback) return Status::InvalidArgument("the callback is empty");
   uint64_t version = 0;
   auto json_types = JsonTypes(&version);
@@ -609,6 +654,7 @@ Result<Watch> RuntimeImpl::WatchList(const TaskQuery& query,
                                      WatchCallback<TaskPage> callback) {
   CallGuard guard(this);
   if (guard.closed()) return ClosedError();
+  if (read_only_) return ReadOnlyError("WatchList (a live query)");
   if (!callback) return Status::InvalidArgument("the callback is empty");
   storage::ListSpec spec;
   Status s = storage::ParseTaskQuery(query, &spec);
@@ -623,6 +669,7 @@ Result<Watch> RuntimeImpl::WatchListJson(const TaskQuery& query,
                                          WatchCallback<std::string> callback) {
   CallGuard guard(this);
   if (guard.closed()) return ClosedError();
+  if (read_only_) return ReadOnlyError("WatchListJson (a live query)");
   if (!callback) return Status::InvalidArgument("the callback is empty");
   storage::ListSpec spec;
   Status s = storage::ParseTaskQuery(query, &spec);
@@ -640,6 +687,7 @@ Result<Watch> RuntimeImpl::WatchCountByStatus(
     WatchCallback<StatusCounts> callback) {
   CallGuard guard(this);
   if (guard.closed()) return ClosedError();
+  if (read_only_) return ReadOnlyError("WatchCountByStatus (a live query)");
   if (!callback) return Status::InvalidArgument("the callback is empty");
   return SubscribeLive<StatusCounts>(
       std::make_shared<CountsLiveQuery<StatusCounts>>(), std::move(callback));
@@ -649,6 +697,7 @@ Result<Watch> RuntimeImpl::WatchCountByType(
     WatchCallback<TypeCounts> callback) {
   CallGuard guard(this);
   if (guard.closed()) return ClosedError();
+  if (read_only_) return ReadOnlyError("WatchCountByType (a live query)");
   if (!callback) return Status::InvalidArgument("the callback is empty");
   return SubscribeLive<TypeCounts>(
       std::make_shared<CountsLiveQuery<TypeCounts>>(), std::move(callback));

@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <system_error>
 
 #include <flatbuffers/flatbuffers.h>
 #include <rocksdb/db.h>
@@ -262,7 +265,22 @@ std::vector<IndexEntry> IndexEntriesOf(const StateRecord& state) {
 TaskStore::TaskStore(const StoreOptions& options)
     : options_(options), states_(options.state_cache_entries) {}
 
-TaskStore::~TaskStore() { CloseDb(); }
+TaskStore::~TaskStore() {
+  CloseDb();
+  if (!temp_secondary_path_.empty()) {
+    std::error_code ignored;
+    std::filesystem::remove_all(temp_secondary_path_, ignored);
+  }
+}
+
+Status TaskStore::CatchUp() const {
+  if (!options_.read_only) return Status::OK();
+  std::shared_lock<std::shared_mutex> lock(db_mutex_);
+  if (!db_) return StoreClosed(options_.path);
+  std::unique_lock<std::shared_mutex> no_views(catch_up_mutex_);
+  return FromRocks(db_->TryCatchUpWithPrimary(),
+                   "catching up with the holder of " + options_.path);
+}
 
 void TaskStore::CloseDb() {
   if (!db_) return;
@@ -282,6 +300,7 @@ void TaskStore::CloseDb() {
 }
 
 Status TaskStore::Reopen() {
+  if (options_.read_only) return ReadOnlyStore(options_.path, "Reopen");
   std::unique_lock<std::shared_mutex> lock(db_mutex_);
   CloseDb();
   Status s = OpenDb();
@@ -294,6 +313,11 @@ Status TaskStore::Open(const StoreOptions& options,
                        std::unique_ptr<TaskStore>* store) {
   if (options.path.empty()) {
     return Status::InvalidArgument("storage path is empty");
+  }
+  if (options.read_only && options.durability == Durability::kMemory) {
+    return Status::InvalidArgument(
+        "an in-memory store (durability \"memory\") cannot be opened "
+        "read-only: no other process can hold it");
   }
   std::unique_ptr<TaskStore> result(new TaskStore(options));
   Status s = result->OpenDb();
@@ -387,12 +411,74 @@ Status VersionRefused(const std::string& path, uint32_t version) {
 
 }  // namespace
 
+Status TaskStore::PrepareReadOnly(rocksdb::DBOptions* db_options) {
+  const std::string& path = options_.path;
+  std::error_code error;
+  auto status = std::filesystem::status(path, error);
+  if (!std::filesystem::exists(status)) {
+    return Status::NotFound("storage directory " + path + " does not exist");
+  }
+  if (!std::filesystem::is_directory(status)) {
+    return Status::InvalidArgument("storage directory " + path +
+                                   " is not a directory");
+  }
+  if (!std::filesystem::exists(std::filesystem::path(path) / "CURRENT",
+                               error)) {
+    return Status::InvalidArgument(
+        "storage directory " + path +
+        " is not a spool store (it holds no RocksDB database)");
+  }
+  if (options_.secondary_path.empty()) {
+    std::string pattern =
+        (std::filesystem::temp_directory_path(error) / "spool-ro-XXXXXX")
+            .string();
+    if (mkdtemp(pattern.data()) == nullptr) {
+      return Status::IOError("cannot make a temporary directory " + pattern +
+                             " for the read-only open of " + path + ": " +
+                             std::strerror(errno));
+    }
+    temp_secondary_path_ = pattern;
+    options_.secondary_path = pattern;
+  }
+  // Everything RocksDB would write for itself (its info log, also for the
+  // read-only open that reads a foreign directory's schema version) goes to
+  // the secondary directory, never into `path`.
+  db_options->create_if_missing = false;
+  db_options->create_missing_column_families = false;
+  db_options->db_log_dir = options_.secondary_path;
+  // A secondary keeps every table file open: the holder may delete one
+  // while it is in use here.
+  db_options->max_open_files = -1;
+  return Status::OK();
+}
+
 Status TaskStore::CheckLayout(const std::string& path) {
   std::vector<std::string> existing;
   rocksdb::DBOptions db_options = QueueDbOptions(options_.env);
+  if (options_.read_only) db_options.db_log_dir = options_.secondary_path;
   rocksdb::Options list_options(db_options, rocksdb::ColumnFamilyOptions());
   if (!rocksdb::DB::ListColumnFamilies(list_options, path, &existing).ok()) {
+    if (options_.read_only) {
+      return Status::InvalidArgument("storage directory " + options_.path +
+                                     " is not a spool store (RocksDB cannot "
+                                     "list its column families)");
+    }
     return Status::OK();  // a new directory
+  }
+  if (options_.read_only) {
+    for (const char* ours : kFamilyNames) {
+      if (std::find(existing.begin(), existing.end(), ours) == existing.end()) {
+        bool old = false;
+        for (const std::string& name : existing) {
+          for (const char* v1 : kVersion1Families) old |= name == v1;
+        }
+        if (old) break;  // refused below, with its version
+        return Status::InvalidArgument(
+            "storage directory " + options_.path +
+            " is not a spool store (a RocksDB database without spool's '" +
+            ours + "' column family)");
+      }
+    }
   }
   bool foreign = false;
   for (const std::string& name : existing) {
@@ -426,6 +512,10 @@ Status TaskStore::OpenDb() {
     if (path.front() != '/') path = "/" + path;
   }
   rocksdb::DBOptions db_options = QueueDbOptions(env);
+  if (options_.read_only) {
+    Status s = PrepareReadOnly(&db_options);
+    if (!s.ok()) return s;
+  }
   Status s = CheckLayout(path);
   if (!s.ok()) return s;
 
@@ -446,7 +536,11 @@ Status TaskStore::OpenDb() {
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* db = nullptr;
   rocksdb::Status rs =
-      rocksdb::DB::Open(db_options, path, descriptors, &handles, &db);
+      options_.read_only
+          ? rocksdb::DB::OpenAsSecondary(db_options, path,
+                                         options_.secondary_path, descriptors,
+                                         &handles, &db)
+          : rocksdb::DB::Open(db_options, path, descriptors, &handles, &db);
   if (!rs.ok()) {
     std::string text = rs.ToString();
     if (rs.IsIOError() && (text.find("lock") != std::string::npos ||
@@ -469,6 +563,10 @@ Status TaskStore::LoadMeta() {
   };
   std::string value;
   rocksdb::Status rs = get(kMetaSchemaVersion, &value);
+  if (rs.IsNotFound() && options_.read_only) {
+    return Status::Corruption("storage directory " + options_.path +
+                              " records no schema version");
+  }
   if (rs.IsNotFound()) {
     // A new directory, or one that lost its meta: only the first is fine.
     std::unique_ptr<rocksdb::Iterator> it(
@@ -525,6 +623,8 @@ Status TaskStore::LoadMeta() {
 
   std::string dirty;
   if (!get(kMetaCountsDirty, &dirty).ok()) return Status::OK();
+  // The holder repairs at its next open; a reader cannot.
+  if (options_.read_only) return Status::OK();
   s = RepairIndexes();
   if (!s.ok()) return s;
   return RebuildCounts();
@@ -568,15 +668,22 @@ Status TaskStore::CheckIndexes(size_t* mismatches,
                                std::vector<std::string>* problems) const {
   std::shared_lock<std::shared_mutex> lock(db_mutex_);
   if (!db_) return StoreClosed(options_.path);
-  return CheckIndexesLocked(mismatches, problems);
+  return CheckIndexesLocked(mismatches, problems, nullptr);
+}
+
+Status TaskStore::ReadView::CheckIndexes(
+    size_t* mismatches, std::vector<std::string>* problems) const {
+  if (!open_) return StoreClosed(store_->options_.path);
+  return store_->CheckIndexesLocked(mismatches, problems, snapshot_);
 }
 
 Status TaskStore::CheckIndexesLocked(size_t* mismatches,
-                                     std::vector<std::string>* problems) const {
+                                     std::vector<std::string>* problems,
+                                     const rocksdb::Snapshot* snapshot) const {
   ExpectedIndex want;
   Status s = ExpectedFromStates(
-      [this](const TaskVisitor& visit) {
-        return ScanTasksLocked(ColumnFamily::kTasks, 0, visit, nullptr);
+      [this, snapshot](const TaskVisitor& visit) {
+        return ScanTasksLocked(ColumnFamily::kTasks, 0, visit, snapshot);
       },
       &want);
   if (!s.ok()) return s;
@@ -593,11 +700,12 @@ Status TaskStore::CheckIndexesLocked(size_t* mismatches,
           Hex(key));
     }
   };
-  return CompareIndexLocked(&want, report);
+  return CompareIndexLocked(&want, report, snapshot);
 }
 
 Status TaskStore::CompareIndexLocked(ExpectedIndex* expected,
-                                     const IndexMismatchVisitor& visit) const {
+                                     const IndexMismatchVisitor& visit,
+                                     const rocksdb::Snapshot* snapshot) const {
   Status s = ScanLocked(
       ColumnFamily::kIndex, "", "",
       [&](std::string_view key, std::string_view value) {
@@ -612,7 +720,7 @@ Status TaskStore::CompareIndexLocked(ExpectedIndex* expected,
         }
         return true;
       },
-      nullptr);
+      snapshot);
   if (!s.ok()) return s;
   for (const auto& [key, value] : *expected) {
     visit(IndexMismatch::kMissing, key, value);
@@ -937,7 +1045,14 @@ Status TaskStore::ScanTasksLocked(ColumnFamily family, TaskId from,
 TaskStore::ReadView::ReadView(const TaskStore* store,
                               std::shared_lock<std::shared_mutex> lock)
     : store_(store), lock_(std::move(lock)) {
-  if (store_->db_) snapshot_ = store_->db_->GetSnapshot();
+  if (!store_->db_) return;
+  open_ = true;
+  if (store_->options_.read_only) {
+    catch_up_lock_ =
+        std::shared_lock<std::shared_mutex>(store_->catch_up_mutex_);
+  } else {
+    snapshot_ = store_->db_->GetSnapshot();
+  }
 }
 
 TaskStore::ReadView::~ReadView() {
@@ -945,7 +1060,7 @@ TaskStore::ReadView::~ReadView() {
 }
 
 Status TaskStore::ReadView::GetTask(TaskId id, TaskBytes* task) const {
-  if (snapshot_ == nullptr) return StoreClosed(store_->options_.path);
+  if (!open_) return StoreClosed(store_->options_.path);
   Status opened;
   Status s =
       store_->GetTaskLocked(ColumnFamily::kTasks, id, task, snapshot_, &opened);
@@ -954,20 +1069,20 @@ Status TaskStore::ReadView::GetTask(TaskId id, TaskBytes* task) const {
 
 Status TaskStore::ReadView::GetEntry(ColumnFamily family, std::string_view key,
                                      std::string* value) const {
-  if (snapshot_ == nullptr) return StoreClosed(store_->options_.path);
+  if (!open_) return StoreClosed(store_->options_.path);
   return store_->GetEntryLocked(family, key, value, snapshot_);
 }
 
 Status TaskStore::ReadView::Scan(ColumnFamily family, std::string_view prefix,
                                  std::string_view start,
                                  const IndexVisitor& visit) const {
-  if (snapshot_ == nullptr) return StoreClosed(store_->options_.path);
+  if (!open_) return StoreClosed(store_->options_.path);
   return store_->ScanLocked(family, prefix, start, visit, snapshot_);
 }
 
 Status TaskStore::ReadView::ScanTasks(ColumnFamily family, TaskId from,
                                       const TaskVisitor& visit) const {
-  if (snapshot_ == nullptr) return StoreClosed(store_->options_.path);
+  if (!open_) return StoreClosed(store_->options_.path);
   return store_->ScanTasksLocked(family, from, visit, snapshot_);
 }
 
@@ -1396,6 +1511,7 @@ void TaskStore::CommitBatch::Committed() {
 }
 
 Status TaskStore::Commit(WriteTxn* txn) {
+  if (options_.read_only) return ReadOnlyStore(options_.path, "Commit");
   std::shared_lock<std::shared_mutex> lock(db_mutex_);
   if (!db_) return StoreClosed(options_.path);
   CommitBatch commit(this, *txn);
@@ -1429,6 +1545,7 @@ Status TaskStore::Commit(WriteTxn* txn) {
 }
 
 Status TaskStore::Flush() {
+  if (options_.read_only) return ReadOnlyStore(options_.path, "Flush");
   std::shared_lock<std::shared_mutex> lock(db_mutex_);
   if (!db_) return StoreClosed(options_.path);
   rocksdb::FlushOptions fo;

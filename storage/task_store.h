@@ -55,6 +55,7 @@
 
 namespace rocksdb {
 class ColumnFamilyHandle;
+struct DBOptions;
 class DB;
 class Env;
 class Snapshot;
@@ -125,6 +126,15 @@ struct StoreOptions {
   size_t state_cache_entries = 65536;
   // Whether Commit times the write-ahead log (last_commit_wal_nanos).
   bool time_wal = true;
+  // Opens the directory for reads only, as RocksDB's secondary instance: it
+  // takes no lock (another process may hold the directory), writes nothing
+  // into it, and sees the holder's writes up to the last CatchUp. The
+  // directory must exist and hold a spool store. Commit, Flush, Reopen and
+  // CompactAll are refused.
+  bool read_only = false;
+  // With read_only: where the secondary instance keeps its own files (its
+  // info log). Empty: a new temporary directory, removed with the store.
+  std::string secondary_path;
 };
 
 class WriteTxn;
@@ -147,6 +157,15 @@ class TaskStore {
   ~TaskStore();
 
   const StoreOptions& options() const { return options_; }
+
+  bool read_only() const { return options_.read_only; }
+
+  // Read-only stores: replays what the directory's holder wrote since the
+  // last catch-up (RocksDB's TryCatchUpWithPrimary), so that views made
+  // after it see those writes. Waits for the views that exist (their reads
+  // stay on one state), and views made meanwhile wait for it. OK and
+  // nothing done for a store opened for writing.
+  Status CatchUp() const;
 
   // ---- Reads (any thread) ----
 
@@ -201,6 +220,9 @@ class TaskStore {
     Status CountByStatus(std::array<uint64_t, kTaskStatusCount>* counts) const;
     // Counts by type and status, as of this view.
     Status CountByType(TypeCounts* counts) const;
+    // TaskStore::CheckIndexes, on this view's snapshot.
+    Status CheckIndexes(size_t* mismatches,
+                        std::vector<std::string>* problems) const;
     // TaskStore::StoredGroup, for queries by group over this view.
     std::string StoredGroup(std::string_view group) const {
       return store_->StoredGroup(group);
@@ -216,8 +238,13 @@ class TaskStore {
     const TaskStore* store_;
     // Keeps the store from being reopened under the view.
     std::shared_lock<std::shared_mutex> lock_;
-    // Null when the store is closed after a failure.
+    // False when the store is closed after a failure.
+    bool open_ = false;
+    // Null when the store is closed, and in a read-only store, where RocksDB
+    // has no snapshots: there the view reads the latest state, which does
+    // not change while it lives, since it holds off CatchUp.
     const rocksdb::Snapshot* snapshot_ = nullptr;
+    std::shared_lock<std::shared_mutex> catch_up_lock_;
   };
   std::unique_ptr<ReadView> NewReadView() const;
 
@@ -321,6 +348,10 @@ class TaskStore {
   friend class WriteTxn;
   explicit TaskStore(const StoreOptions& options);
   Status OpenDb();
+  // Read-only opens: checks that options_.path holds a RocksDB database,
+  // makes the temporary secondary directory if none is given, and sets the
+  // options of a secondary instance.
+  Status PrepareReadOnly(rocksdb::DBOptions* db_options);
   // Refuses a directory of another schema version before RocksDB is asked
   // to open families this code does not know.
   Status CheckLayout(const std::string& path);
@@ -357,7 +388,8 @@ class TaskStore {
                          const TaskVisitor& visit,
                          const rocksdb::Snapshot* snapshot) const;
   Status CheckIndexesLocked(size_t* mismatches,
-                            std::vector<std::string>* problems) const;
+                            std::vector<std::string>* problems,
+                            const rocksdb::Snapshot* snapshot) const;
   // How a key of the stored index differs from the entries the states
   // imply: stored for no task, stored with another value, or not stored.
   enum class IndexMismatch : uint8_t {
@@ -373,7 +405,8 @@ class TaskStore {
   // differ. The one comparison behind CheckIndexes and RepairIndexes, so
   // that a repair fixes exactly what a check reports.
   Status CompareIndexLocked(std::map<std::string, std::string>* expected,
-                            const IndexMismatchVisitor& visit) const;
+                            const IndexMismatchVisitor& visit,
+                            const rocksdb::Snapshot* snapshot = nullptr) const;
   Status RebuildCounts();
   // Makes the index match the states (after a task was set aside, its
   // index entries are not all known).
@@ -417,6 +450,12 @@ class TaskStore {
   StateCache states_;
   // Set by the first LoadKeys in an encrypted store, never changed after.
   std::unique_ptr<LookupTagger> tagger_;
+  // Read-only stores: shared by every ReadView, exclusive for CatchUp, so
+  // that what a view reads does not change under it; and the temporary
+  // secondary directory this store made (removed after RocksDB is closed),
+  // if any.
+  mutable std::shared_mutex catch_up_mutex_;
+  std::string temp_secondary_path_;
 };
 
 // The changes of one group commit, staged as states. Reads see earlier

@@ -90,6 +90,8 @@ Status TaskStore::OpenLookupKey(const std::string& sealed_key,
                               "; the key is wrong or meta was altered");
   }
   if (sealed_with == keys.current_id()) return Status::OK();
+  // A reader leaves that to the holder.
+  if (options_.read_only) return Status::OK();
   // A rotation: seal it under the current key, so that the store stops
   // needing the earlier key for it.
   std::string resealed;
@@ -123,6 +125,9 @@ Status TaskStore::CreateLookupKey(std::string* lookup_key) {
         "Runtime::ReencryptAll");
   }
   *lookup_key = options_.keys->DeriveLookupKey();
+  // A reader of a store with no task yet: the key the holder will store
+  // once encryption is on there; until then no group is tagged anyway.
+  if (options_.read_only) return Status::OK();
   std::string sealed;
   s = options_.keys->Seal(kLookupKeyContext, *lookup_key, &sealed);
   if (!s.ok()) return s;
@@ -283,7 +288,8 @@ Status TaskStore::FindStale(ColumnFamily family, TaskId after, size_t limit,
 }
 
 Status TaskStore::CompactAll(const ReadView& held) {
-  if (held.store_ != this || held.snapshot_ == nullptr) {
+  if (options_.read_only) return ReadOnlyStore(options_.path, "CompactAll");
+  if (held.store_ != this || !held.open_) {
     return StoreClosed(options_.path);
   }
   rocksdb::CompactRangeOptions options;
@@ -300,7 +306,7 @@ Status TaskStore::CompactAll(const ReadView& held) {
 
 Status TaskStore::ReadView::ExplainMissing(TaskId id,
                                            const Status& not_found) const {
-  if (!not_found.IsNotFound() || snapshot_ == nullptr) return not_found;
+  if (!not_found.IsNotFound() || !open_) return not_found;
   TaskBytes task;
   Status why;
   Status s =

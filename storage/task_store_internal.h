@@ -5,6 +5,7 @@
 #define SPOOL_STORAGE_TASK_STORE_INTERNAL_H_
 
 #include <string>
+#include <string_view>
 
 #include <spool/status.h>
 
@@ -20,6 +21,13 @@ inline Status StoreClosed(const std::string& path) {
   return Status::IOError("storage " + path +
                          " is closed after a failure and could not be "
                          "reopened");
+}
+
+// What a read-only store (StoreOptions::read_only) returns for a call that
+// would write.
+inline Status ReadOnlyStore(const std::string& path, std::string_view what) {
+  return Status::FailedPrecondition("storage " + path + " is open read-only: " +
+                                    std::string(what) + " is refused");
 }
 
 }  // namespace spool::storage

@@ -22,21 +22,14 @@
 
 #include <spool/runtime.h>
 
+#include "tests/child_output.h"
+
 namespace {
 
 using namespace std::chrono_literals;
 
-void Say(const std::string& line) {
-  std::string out = line + "\n";
-  // One write per line: atomic on a pipe, and not buffered in the process.
-  ssize_t ignored = write(STDOUT_FILENO, out.data(), out.size());
-  (void)ignored;
-}
-
-[[noreturn]] void Die(const spool::Status& s) {
-  std::fprintf(stderr, "crash_child: %s\n", s.ToString().c_str());
-  std::exit(2);
-}
+using spool::testing::Die;
+using spool::testing::Say;
 
 std::unique_ptr<spool::Runtime> OpenAt(const std::string& dir) {
   spool::Options options;

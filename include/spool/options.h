@@ -72,6 +72,12 @@ struct Options {
   // When a write counts as stored. Default: kSync.
   Durability durability = Durability::kSync;
 
+  // Runtime::OpenReadOnly only: the directory where RocksDB's secondary
+  // instance keeps its own files (its info log); created when missing, kept
+  // at close. Must not be inside `path`. Empty: a new temporary directory,
+  // removed at close. No config key. Default: empty.
+  std::string secondary_path;
+
   // The largest payload Enqueue accepts, in bytes. Default: 1 MiB.
   size_t max_payload_bytes = 1 << 20;
 

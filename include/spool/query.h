@@ -129,6 +129,27 @@ struct FailureHistory {
   std::vector<TaskInfo::Failure> failures;
 };
 
+// What Runtime::CheckConsistency found: every stored record verified, and
+// the index compared with the entries the records imply.
+struct ConsistencyReport {
+  // Tasks examined in the tasks family.
+  uint64_t tasks = 0;
+  // Of those, the ones whose record cannot be opened or fails
+  // verification; the first 100 ids are listed.
+  uint64_t unreadable = 0;
+  std::vector<TaskId> unreadable_ids;
+  // Index entries that are missing, have the wrong value, or name no task.
+  uint64_t index_mismatches = 0;
+  // Tasks set aside earlier (see Runtime::ListSetAside): known, not damage
+  // found now.
+  uint64_t set_aside = 0;
+  // A description of the first few problems (at most 20).
+  std::vector<std::string> problems;
+
+  // No unreadable record and no index mismatch.
+  bool ok() const { return unreadable == 0 && index_mismatches == 0; }
+};
+
 // How the live queries are doing, for monitoring and tests.
 struct WatchStats {
   // Watch objects subscribed now.

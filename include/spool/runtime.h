@@ -55,6 +55,33 @@ class Runtime {
   // read.
   static Status Open(const Options& options, std::unique_ptr<Runtime>* runtime);
 
+  // Opens the storage at options.path for queries only: to inspect a queue
+  // that another process holds (and runs), or one no process holds. Takes
+  // no lock and writes nothing into the directory: it opens RocksDB as a
+  // secondary instance, whose own files go to options.secondary_path (or
+  // a temporary directory, removed at close). Each query first catches up
+  // with what the holder has written (RocksDB's TryCatchUpWithPrimary), so
+  // it sees every write the holder had stored when the query was made.
+  //
+  // No writer, scheduler, workers or recovery run: nothing is written, no
+  // crash is recovered. The queries (GetTask, CountByStatus, ListTasks and
+  // the other one-shot queries, ListSetAside) work; every call that would
+  // change something (RegisterHandler, Start, Enqueue*, Cancel*, Retry,
+  // Delete, Purge, Hold, Release, Pause*, Resume*, SetGate,
+  // SetGroupConcurrency, hand-offs, AddPeriodic, ReencryptAll, Drain) and
+  // the live queries (Watch*, which need the writer's change notices) fail
+  // at once with FailedPrecondition saying the runtime is read-only.
+  // Subscribe is accepted but has no events to deliver.
+  //
+  // Blocks the calling thread while RocksDB opens. Returns NotFound when
+  // the directory does not exist (it is not created), InvalidArgument when
+  // it is not a spool store or for bad options (durability kMemory
+  // included), NotSupported when another schema version wrote it,
+  // InvalidArgument or Corruption for a wrong encryption key, IOError or
+  // Corruption when it cannot be read.
+  static Status OpenReadOnly(const Options& options,
+                             std::unique_ptr<Runtime>* runtime);
+
   Runtime() = default;
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;
@@ -127,6 +154,13 @@ class Runtime {
 
   // Task counts by type and status, from one snapshot.
   virtual Future<TypeCounts> CountByType() = 0;
+
+  // Reads the whole store on one snapshot: verifies every task's record
+  // and compares the index with the entries the records imply. A damaged
+  // store is a report that is not ok(), not an error; the error is for a
+  // store that cannot be read at all. For tools (spool verify): its cost
+  // grows with the store, and it holds a reader meanwhile.
+  virtual Future<ConsistencyReport> CheckConsistency() = 0;
 
   // The failed attempts of task `id`. NotFound for an unknown id.
   virtual Future<FailureHistory> GetFailureHistory(TaskId id) = 0;
