@@ -1084,7 +1084,7 @@ void PublishMetrics(WriterState& st, const Batch& batch, uint64_t commit_ns) {
   add(m->cancelled, cancelled);
   m->commit_batch.Record(batch.txn->entries().size());
   m->commit_latency.Record(commit_ns);
-  m->sync_latency.Record(store.last_commit_wal_nanos());
+  if (store.times_wal()) m->sync_latency.Record(store.last_commit_wal_nanos());
   for (size_t i = 0; i < kTaskStatusCount; ++i) {
     m->tasks[i].store(store.CountOf(static_cast<TaskStatus>(i)),
                       std::memory_order_relaxed);

@@ -125,7 +125,7 @@ struct StoreOptions {
   // (storage/state_cache.h). 0: none (running ones are kept regardless).
   size_t state_cache_entries = 65536;
   // Whether Commit times the write-ahead log (last_commit_wal_nanos).
-  bool time_wal = true;
+  bool time_wal = false;
   // Opens the directory for reads only, as RocksDB's secondary instance: it
   // takes no lock (another process may hold the directory), writes nothing
   // into it, and sees the holder's writes up to the last CatchUp. The
@@ -279,6 +279,8 @@ class TaskStore {
   // Nanoseconds the last successful Commit spent writing and syncing the
   // write-ahead log, as RocksDB's perf context measures it (write_wal_time).
   uint64_t last_commit_wal_nanos() const { return last_commit_wal_nanos_; }
+  // Whether Commit measures last_commit_wal_nanos (StoreOptions::time_wal).
+  bool times_wal() const { return options_.time_wal; }
 
   // Commits everything `txn` staged as one WriteBatch: values, their index
   // entries, counts and the meta high-water marks. Syncs the write-ahead log

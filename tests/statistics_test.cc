@@ -96,7 +96,9 @@ void RunKnownWorkload(Runtime& runtime, const std::string& ok_type = "ok") {
 
 TEST(StatisticsTest, CountersAndGaugesAfterAKnownWorkload) {
   TempDir dir;
-  auto runtime = OpenOrDie(DiskOptions(dir));
+  Options options = DiskOptions(dir);
+  options.measure_sync_time = true;
+  auto runtime = OpenOrDie(options);
   ASSERT_NE(runtime, nullptr);
   RunKnownWorkload(*runtime);
   Statistics s = runtime->GetStatistics();
@@ -158,6 +160,22 @@ TEST(StatisticsTest, CountersAndGaugesAfterAKnownWorkload) {
   ASSERT_TRUE(Await(runtime->Close()).ok());
   // The figures stay readable after Close.
   EXPECT_EQ(runtime->GetStatistics().succeeded, 24u);
+}
+
+// Sync time costs the writer (Options::measure_sync_time): off by default,
+// its histogram stays empty while the commit histograms fill.
+TEST(StatisticsTest, SyncTimeIsMeasuredOnlyWhenAskedFor) {
+  TempDir dir;
+  auto runtime = OpenOrDie(DiskOptions(dir));
+  ASSERT_NE(runtime, nullptr);
+  ASSERT_TRUE(runtime->RegisterHandler("ok", testing::Ok).ok());
+  ASSERT_TRUE(runtime->Start().ok());
+  ASSERT_TRUE(Await(runtime->Enqueue("ok", "x").stored).ok());
+  ASSERT_TRUE(Await(runtime->Drain()).ok());
+  Statistics s = runtime->GetStatistics();
+  EXPECT_GT(s.commit_seconds.count, 0u);
+  EXPECT_EQ(s.sync_seconds.count, 0u);
+  EXPECT_EQ(s.sync_seconds.sum, 0);
 }
 
 TEST(StatisticsTest, RunningAndReadyGaugesWhileHandlersBlock) {

@@ -102,7 +102,8 @@ struct Statistics {
   HistogramStatistics commit_seconds;
   // Seconds per commit spent in writing and syncing the write-ahead log,
   // as RocksDB measures it (PerfContext::write_wal_time): in the default
-  // sync mode, mostly the fsync. Part of commit_seconds.
+  // sync mode, mostly the fsync. Part of commit_seconds. Empty unless
+  // Options::measure_sync_time, which has a cost.
   HistogramStatistics sync_seconds;
   // Seconds from a task's enqueue (its created time, by Options::clock) to
   // the start of its first attempt's handler. Later attempts are not
