@@ -1519,12 +1519,15 @@ Status TaskStore::Commit(WriteTxn* txn) {
   if (!s.ok()) return s;
   rocksdb::WriteOptions wo;
   wo.sync = options_.durability == Durability::kSync;
-  // The write-ahead log's time, from the perf context: timing on for this
-  // one call only (a few clock reads per commit), off again for the
-  // thread's other calls (DisablePerfCountersOnThisThread).
-  rocksdb::PerfLevel level = rocksdb::GetPerfLevel();
+  // The write-ahead log's time, from the perf context, only when asked for
+  // (StoreOptions::time_wal): perf timing times far more than the log
+  // inside a Write and costs the writer about 15 % CPU per drained task
+  // (docs/experiments.md, entry 22). On for this one call, then back to
+  // the thread's level (DisablePerfCountersOnThisThread).
+  rocksdb::PerfLevel level = rocksdb::PerfLevel::kDisable;
   uint64_t wal_before = 0;
   if (options_.time_wal) {
+    level = rocksdb::GetPerfLevel();
     rocksdb::SetPerfLevel(rocksdb::PerfLevel::kEnableTimeExceptForMutex);
     wal_before = rocksdb::get_perf_context()->write_wal_time;
   }
