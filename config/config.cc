@@ -356,6 +356,9 @@ const std::vector<KeySpec>& Registry() {
           "The largest payload Enqueue accepts, in bytes."),
       IntegerKey<&Options::max_type_bytes, 1, 4096>(
           "storage", "max_type_bytes", "The longest task type name, in bytes."),
+      IntegerKey<&Options::memtable_bytes, int64_t{1} << 20, int64_t{1} << 30>(
+          "storage", "memtable_bytes",
+          "The size of each in-memory write buffer of the storage engine."),
       StringKey<&Options::encryption_key_file, /*kAllowEmpty=*/true>(
           "storage", "encryption_key_file",
           "A file of hex encryption keys, current first; \"\": none."),

@@ -55,6 +55,7 @@ void ExpectSameOptions(const Options& actual, const Options& expected) {
   EXPECT_EQ(actual.durability, expected.durability);
   EXPECT_EQ(actual.max_payload_bytes, expected.max_payload_bytes);
   EXPECT_EQ(actual.max_type_bytes, expected.max_type_bytes);
+  EXPECT_EQ(actual.memtable_bytes, expected.memtable_bytes);
   EXPECT_EQ(actual.encryption_key_file, expected.encryption_key_file);
   EXPECT_EQ(actual.plaintext_records, expected.plaintext_records);
   EXPECT_EQ(actual.readers, expected.readers);
@@ -151,7 +152,7 @@ TEST(ShippedConfigTest, DocumentsEveryKeyAndItsDefault) {
     EXPECT_THAT(line.comment, HasSubstr("Allowed: "))
         << "the comment above " << line.key << " must state what it allows";
   }
-  EXPECT_EQ(keys.size(), 15u);
+  EXPECT_EQ(keys.size(), 16u);
 }
 
 // A key added to the registry must also be documented in spool.toml.
@@ -159,7 +160,7 @@ TEST(ShippedConfigTest, SetsEveryKeyTheRegistryKnows) {
   std::set<std::string> documented = KeysIn(ReadText(ShippedConfigPath()));
   std::set<std::string> known = KeysIn(DescribeOptions(Options()));
   EXPECT_EQ(documented, known);
-  EXPECT_EQ(known.size(), 15u);
+  EXPECT_EQ(known.size(), 16u);
 }
 
 // ---------------------------------------------------------------------------
@@ -179,6 +180,7 @@ path = "/var/lib/spool"
 durability = "relaxed"
 max_payload_bytes = 4096
 max_type_bytes = 64
+memtable_bytes = 8388608
 [runtime]
 readers = 3
 workers = 16
@@ -195,6 +197,7 @@ level = "debug"
   EXPECT_EQ(options.durability, Durability::kRelaxed);
   EXPECT_EQ(options.max_payload_bytes, 4096u);
   EXPECT_EQ(options.max_type_bytes, 64u);
+  EXPECT_EQ(options.memtable_bytes, size_t{8} << 20);
   EXPECT_EQ(options.readers, 3);
   EXPECT_EQ(options.workers, 16);
   EXPECT_EQ(options.scheduler_threads, 1);
@@ -635,7 +638,7 @@ TEST(OverrideTest, EveryIntegerRangeAgreesWithValidate) {
     }
     ++checked;
   }
-  EXPECT_EQ(checked, 10);
+  EXPECT_EQ(checked, 11);
 }
 
 // ---------------------------------------------------------------------------

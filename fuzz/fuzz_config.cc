@@ -44,7 +44,8 @@ constexpr size_t kMaxMessageBytes = 1024;
 bool SameOptions(const Options& a, const Options& b) {
   return a.path == b.path && a.durability == b.durability &&
          a.max_payload_bytes == b.max_payload_bytes &&
-         a.max_type_bytes == b.max_type_bytes && a.readers == b.readers &&
+         a.max_type_bytes == b.max_type_bytes &&
+         a.memtable_bytes == b.memtable_bytes && a.readers == b.readers &&
          a.workers == b.workers && a.scheduler_threads == b.scheduler_threads &&
          a.close_timeout == b.close_timeout &&
          a.writer_max_batch == b.writer_max_batch &&
@@ -63,6 +64,7 @@ Options Unusual() {
   o.durability = Durability::kRelaxed;
   o.max_payload_bytes = 7;
   o.max_type_bytes = 9;
+  o.memtable_bytes = size_t{3} << 20;
   o.readers = 3;
   o.workers = 5;
   o.scheduler_threads = 11;

@@ -199,6 +199,7 @@ Status RuntimeImpl::OpenStore() {
   store_options.durability = options_.durability;
   store_options.env = hooks_.env;
   store_options.state_cache_entries = options_.writer_state_cache;
+  store_options.memtable_bytes = options_.memtable_bytes;
   store_options.time_wal =
       options_.measure_sync_time && hooks_.collect_statistics;
   Status s = KeyRingFromOptions(&options_, &store_options.keys);

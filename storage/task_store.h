@@ -124,6 +124,8 @@ struct StoreOptions {
   // The most queued tasks whose states the writer keeps in memory
   // (storage/state_cache.h). 0: none (running ones are kept regardless).
   size_t state_cache_entries = 65536;
+  // The size of each column family's memtable, in bytes.
+  size_t memtable_bytes = size_t{64} << 20;
   // Whether Commit times the write-ahead log (last_commit_wal_nanos).
   bool time_wal = false;
   // Opens the directory for reads only, as RocksDB's secondary instance: it

@@ -50,6 +50,11 @@ Status Options::Validate() const {
   if (static_cast<int>(durability) > static_cast<int>(Durability::kMemory)) {
     return bad("storage.durability is out of range");
   }
+  if (memtable_bytes < (size_t{1} << 20) ||
+      memtable_bytes > (size_t{1} << 30)) {
+    return bad("storage.memtable_bytes must be in [1048576, 1073741824], got " +
+               std::to_string(memtable_bytes));
+  }
   if (max_payload_bytes == 0)
     return bad("storage.max_payload_bytes must be > 0");
   if (max_payload_bytes > (size_t{1} << 30)) {

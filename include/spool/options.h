@@ -84,6 +84,14 @@ struct Options {
   // The longest task type name, in bytes. Default: 128.
   size_t max_type_bytes = 128;
 
+  // The size of each of the storage engine's in-memory write buffers
+  // (RocksDB memtables), in bytes. A task's successive states that land in
+  // the same buffer are flushed to disk only once, so a buffer that holds a
+  // task's whole life saves most of the background flush and compaction
+  // work. The log a crash leaves to replay stays capped at 64 MiB whatever
+  // this is. Config key storage.memtable_bytes. Default: 64 MiB.
+  size_t memtable_bytes = size_t{64} << 20;
+
   // ---- Encryption at rest (spool/encryption.h) ----
 
   // The key that seals task records: 32 raw bytes (AES-256), e.g. from
