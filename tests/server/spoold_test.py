@@ -156,6 +156,40 @@ class SpooldTest(unittest.TestCase):
         if mentions:
             self.assertIn(mentions, body["error"]["message"])
 
+    def test_00_config_and_token_checks(self):
+        def run(*args):
+            out = subprocess.run([SPOOLD] + list(args), capture_output=True, timeout=30)
+            return out.returncode, out.stdout.decode() + out.stderr.decode()
+        bad = os.path.join(self.dir, "bad.toml")
+        with open(bad, "w") as f:
+            f.write('[server]\nlisten = "127.0.0.1:1"\nmax_conections = 5\n')
+        rc, text = run("--config", bad)
+        self.assertEqual(rc, 2)
+        self.assertIn("server.max_conections: unknown key", text)
+        self.assertIn("(line 3)", text)
+        with open(bad, "w") as f:
+            f.write('[handlers."http.pots"]\nallow = []\n')
+        rc, text = run("--config", bad)
+        self.assertIn('handlers."http.pots": unknown handler', text)
+        rc, text = run("--set", "runtime.workerz=1")
+        self.assertIn("runtime.workerz", text)
+        printed = os.path.join(self.dir, "printed.toml")
+        rc, text = run("--set", "server.threads=2", "--print-config")
+        self.assertEqual(rc, 0, text)
+        with open(printed, "w") as f:
+            f.write(text)
+        self.assertEqual(run("--config", printed, "--print-config")[1], text)
+        loose = os.path.join(self.dir, "loose-token")
+        with open(loose, "w") as f:
+            f.write(TOKEN + "\n")
+        os.chmod(loose, 0o644)
+        rc, text = run("--set", "server.token_file=" + loose,
+                       "--set", "storage.path=" + os.path.join(self.dir, "unused"),
+                       "--set", "server.listen=127.0.0.1:0")
+        self.assertEqual(rc, 1)
+        self.assertIn("mode 0644", text)
+        self.assertIn("chmod 600", text)
+
     def test_01_health_and_page(self):
         self.assertEqual(curl(self.server, "/healthz")[0], 200)
         self.assertEqual(curl(self.server, "/readyz")[1], {"status": "ready"})
