@@ -1,0 +1,115 @@
+// spoold: a spool queue behind an HTTP server (docs/server.md).
+//
+//   spoold [--config FILE] [--set section.key=value]... [--print-config]
+//
+// Opens the runtime from the config's [storage]/[runtime]/... sections,
+// registers the built-in handlers ([handlers.NAME]), and serves the REST
+// API, event streams, /metrics and the page at / on [server] listen. On
+// SIGTERM or SIGINT it stops accepting, lets requests in flight finish,
+// closes the runtime within runtime.close_timeout_ms and exits 0.
+//
+// To serve your own handlers, copy this file, register them where the
+// built-in ones are registered, and link spool::http and spool::spool
+// (docs/server.md, "Your own spoold").
+
+#include <CLI/CLI.hpp>
+#include <csignal>
+#include <cstdio>
+#include <memory>
+#include <pthread.h>
+#include <string>
+#include <vector>
+
+#include <spool/runtime.h>
+
+#include "server/builtin_handlers.h"
+#include "server/http_server.h"
+#include "server/spoold_config.h"
+
+namespace {
+
+int Fail(const std::string& message) {
+  std::fprintf(stderr, "spoold: %s\n", message.c_str());
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"spoold: a durable spool task queue served over HTTP", "spoold"};
+  std::string config_path;
+  std::vector<std::string> overrides;
+  bool print_config = false;
+  app.add_option("--config", config_path,
+                 "TOML config file (config/spool.toml documents it)");
+  app.add_option("--set", overrides,
+                 "override one key: section.key=value (repeatable)");
+  app.add_flag("--print-config", print_config,
+               "print the configuration in effect and exit");
+  CLI11_PARSE(app, argc, argv);
+
+  spool::http::SpooldConfig config;
+  // The path is required; the documented default, as in config/spool.toml.
+  config.runtime.path = "./spool-data";
+  spool::Status s =
+      spool::http::LoadSpooldConfig(config_path, overrides, &config);
+  if (!s.ok()) {
+    std::fprintf(stderr, "spoold: %s\n", s.ToString().c_str());
+    return 2;
+  }
+  if (print_config) {
+    std::fputs(spool::http::DescribeSpooldConfig(config).c_str(), stdout);
+    return 0;
+  }
+
+  // SIGTERM and SIGINT are taken by sigwait below; blocked before any
+  // thread starts, so that every thread inherits the mask.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);
+
+  // Listen first: /healthz answers and /readyz says 503 during recovery.
+  std::unique_ptr<spool::http::HttpServer> server;
+  s = spool::http::HttpServer::Create(config.server, &server);
+  if (s.ok()) s = server->Start();
+  if (!s.ok()) return Fail(s.ToString());
+  std::fprintf(stderr, "spoold: listening on %s (port %u)\n",
+               config.server.listen.c_str(),
+               static_cast<unsigned>(server->port()));
+
+  // spool's callbacks (enqueue acknowledgements, events, live queries) run
+  // on the server's io threads.
+  config.runtime.callback_executor = server->executor();
+  std::unique_ptr<spool::Runtime> runtime;
+  s = spool::Runtime::Open(config.runtime, &runtime);
+  if (!s.ok()) return Fail("open " + config.runtime.path + ": " + s.ToString());
+
+  // Your own handlers go here, beside the built-in ones.
+  s = spool::http::RegisterBuiltinHandlers(runtime.get(), config.handlers);
+  if (s.ok()) s = runtime->Start();
+  if (!s.ok()) return Fail(s.ToString());
+  server->AttachRuntime(runtime.get());
+  std::fprintf(stderr, "spoold: ready\n");
+
+  int signal = 0;
+  sigwait(&stop_signals, &signal);
+  std::fprintf(stderr, "spoold: %s: stopping\n",
+               signal == SIGTERM ? "SIGTERM" : "SIGINT");
+
+  server->Stop();
+  spool::Result<void> closed = runtime->Close().Wait();
+  server.reset();
+  runtime.reset();
+  if (!closed.ok()) {
+    // TimedOut: handlers still ran at close_timeout_ms; their tasks are
+    // recovered at the next start.
+    std::fprintf(stderr, "spoold: close: %s\n",
+                 closed.status().ToString().c_str());
+    return closed.status().IsTimedOut() ? 0 : 1;
+  }
+  std::fprintf(stderr, "spoold: stopped\n");
+  return 0;
+}

@@ -1,0 +1,89 @@
+// The built-in task handlers that make spoold useful on its own: `noop`,
+// `sleep` and `http.post` (webhook delivery), and their options.
+//
+// Every handler runs on one of spool's worker threads (each a detached
+// thread of its own), where blocking is allowed: `sleep` waits on the
+// task's cancellation token and `http.post` makes a blocking libcurl call.
+// Neither runs on the HTTP server's io threads.
+
+#ifndef SPOOL_SERVER_BUILTIN_HANDLERS_H_
+#define SPOOL_SERVER_BUILTIN_HANDLERS_H_
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <spool/runtime.h>
+#include <spool/status.h>
+
+namespace spool::http {
+
+// What every built-in handler's [handlers.NAME] table may set.
+struct HandlerSettings {
+  // Registered at all. Default: true.
+  bool enabled = true;
+  // Attempts in all per task (the handler's retry policy keeps its kind and
+  // delays). Default: unset, spool's RetryPolicy default (3).
+  std::optional<uint32_t> max_attempts;
+  // At most this many tasks of the type run at once; 0: no limit beyond
+  // runtime.workers. Default: 0.
+  uint32_t max_concurrent = 0;
+  // Each attempt's time limit (HandlerOptions::timeout); zero for none.
+  // For http.post it is the request's timeout instead. Default: none.
+  std::chrono::milliseconds timeout{0};
+};
+
+// The [handlers."http.post"] table.
+struct HttpPostOptions {
+  // URL patterns a request may go to; a URL matching none fails the task
+  // without retry. Empty: http.post refuses every URL. `*` matches any run
+  // of characters except `/`, `**` any run. A URL is matched in canonical
+  // form, scheme://host:port/path[?query], the port always written, and a
+  // URL with user info is refused. E.g. "http://127.0.0.1:*/hooks/**".
+  std::vector<std::string> allow;
+  // The URL each payload is POSTed to, verbatim as the body. Empty: the
+  // payload is a JSON object {"url": "...", "body": <string or JSON>}.
+  // Default: empty.
+  std::string url;
+  // The Content-Type header sent. Default: "application/json".
+  std::string content_type = "application/json";
+  // The request's whole time limit; a timeout is retried. Default: 10 s.
+  std::chrono::milliseconds timeout{10000};
+  // The time limit to connect. Default: 3 s.
+  std::chrono::milliseconds connect_timeout{3000};
+  // How many bytes of a failed response's body go into the error stored in
+  // the task's failure history. Default: 256.
+  size_t error_body_bytes = 256;
+};
+
+// The [handlers.*] tables together.
+struct BuiltinHandlersOptions {
+  HandlerSettings noop;
+  HandlerSettings sleep;
+  HandlerSettings http_post;
+  HttpPostOptions http_post_options;
+};
+
+// The names of the built-in handlers, the task types they register.
+inline constexpr const char* kNoopHandler = "noop";
+inline constexpr const char* kSleepHandler = "sleep";
+inline constexpr const char* kHttpPostHandler = "http.post";
+
+// Registers the enabled built-in handlers on `runtime` (before its Start).
+// Returns the first RegisterHandler error, naming the handler, or
+// InvalidArgument for an allow-list pattern that cannot be used.
+// REQUIRES: runtime != nullptr and outlives the handlers' runs.
+Status RegisterBuiltinHandlers(Runtime* runtime,
+                               const BuiltinHandlersOptions& options);
+
+// The `sleep` payload's milliseconds: decimal text or a JSON number,
+// surrounding spaces allowed. InvalidArgument for anything else or a
+// negative value.
+Result<std::chrono::milliseconds> ParseSleepPayload(std::string_view payload);
+
+}  // namespace spool::http
+
+#endif  // SPOOL_SERVER_BUILTIN_HANDLERS_H_

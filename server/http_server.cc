@@ -1,0 +1,1134 @@
+// The HTTP server: the io loop, connections, routes and event streams.
+//
+// Life of a request: Connection::ReadHeader (header_timeout) -> ReadBody
+// (body_timeout, at most max_body_bytes) -> Dispatch on the connection's
+// strand -> a route either answers at once or calls spool and answers
+// from the future's callback (run on an io thread by the executor, then
+// posted to the strand) -> Write (write_timeout) -> next request, or close.
+// A GET /v1/events turns the connection into an event stream for the rest
+// of its life: frames are queued on its strand and written one at a time.
+
+#include "server/http_server.h"
+
+#include <atomic>
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <chrono>
+#include <cstdio>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include <spool/statistics.h>
+
+#include "server/api_json.h"
+#include "server/bearer_token.h"
+#include "server/spool_dashboard_html.h"
+
+namespace spool::http {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace bhttp = boost::beast::http;
+using tcp = asio::ip::tcp;
+using Response = bhttp::response<bhttp::string_body>;
+using Request = bhttp::request<bhttp::string_body>;
+using Frame = std::shared_ptr<const std::string>;
+
+class ServerImpl;
+
+// Posts spool's callbacks into the io loop.
+class IoExecutor final : public Executor {
+ public:
+  explicit IoExecutor(std::shared_ptr<asio::io_context> io)
+      : io_(std::move(io)) {}
+  void Post(std::function<void()> fn) override {
+    asio::post(*io_, std::move(fn));
+  }
+
+ private:
+  std::shared_ptr<asio::io_context> io_;
+};
+
+// The HTTP status and error code for a spool Status.
+std::pair<bhttp::status, const char*> ErrorOf(const Status& s) {
+  switch (s.code()) {
+    case Status::Code::kInvalidArgument:
+      return {bhttp::status::bad_request, "invalid_argument"};
+    case Status::Code::kNotFound:
+      return {bhttp::status::not_found, "not_found"};
+    case Status::Code::kFailedPrecondition:
+      return {bhttp::status::conflict, "failed_precondition"};
+    case Status::Code::kBusy:
+      return {bhttp::status::service_unavailable, "busy"};
+    case Status::Code::kClosed:
+      return {bhttp::status::service_unavailable, "unavailable"};
+    case Status::Code::kTimedOut:
+      return {bhttp::status::gateway_timeout, "timed_out"};
+    case Status::Code::kCorruption:
+      return {bhttp::status::internal_server_error, "corruption"};
+    case Status::Code::kIOError:
+      return {bhttp::status::internal_server_error, "io_error"};
+    case Status::Code::kNotSupported:
+      return {bhttp::status::not_implemented, "not_supported"};
+    default:
+      return {bhttp::status::internal_server_error, "internal"};
+  }
+}
+
+std::optional<TaskId> ParseId(std::string_view text) {
+  if (text.empty() || text.size() > 20) return std::nullopt;
+  TaskId id = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return std::nullopt;
+    TaskId next = id * 10 + static_cast<TaskId>(c - '0');
+    if (next / 10 != id) return std::nullopt;
+    id = next;
+  }
+  if (id == 0) return std::nullopt;
+  return id;
+}
+
+// Splits "/a/b/c" into {"a", "b", "c"}.
+std::vector<std::string_view> Segments(std::string_view path) {
+  std::vector<std::string_view> out;
+  while (!path.empty()) {
+    if (path[0] == '/') {
+      path.remove_prefix(1);
+      continue;
+    }
+    size_t slash = path.find('/');
+    out.push_back(path.substr(0, slash));
+    path = slash == std::string_view::npos ? std::string_view()
+                                           : path.substr(slash);
+  }
+  return out;
+}
+
+// "data: " lines for `payload`, one per line of it, as SSE requires.
+std::string Frame_(std::string_view id, std::string_view event,
+                   std::string_view payload) {
+  std::string out;
+  out.reserve(payload.size() + event.size() + id.size() + 32);
+  out += "id: ";
+  out += id;
+  out += "\nevent: ";
+  out += event;
+  out += '\n';
+  while (true) {
+    size_t nl = payload.find('\n');
+    out += "data: ";
+    out += payload.substr(0, nl);
+    out += '\n';
+    if (nl == std::string_view::npos) break;
+    payload.remove_prefix(nl + 1);
+  }
+  out += '\n';
+  return out;
+}
+
+class Connection;
+
+// Fans task events out to every event stream, and keeps the last ones for
+// Last-Event-ID resume. Subscribes to the runtime when the first stream
+// joins, and stays subscribed until Close (so that the replay buffer has
+// no gap once it has begun).
+class EventHub {
+ public:
+  EventHub(size_t replay, std::string epoch)
+      : replay_(replay), epoch_(std::move(epoch)) {}
+
+  // What a joining stream gets: the events after its Last-Event-ID, or a
+  // reset when they are not all here.
+  struct Joined {
+    std::vector<Frame> replay;
+    std::optional<std::string> reset_reason;
+  };
+  Joined Join(Runtime* runtime, const std::shared_ptr<Connection>& stream,
+              std::string_view last_event_id);
+
+  // The id the next non-task event carries: the last task event's.
+  std::string CurrentId() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return epoch_ + "-" + std::to_string(next_seq_ - 1);
+  }
+
+  // Sends `frame` to every stream (keep-alive comments).
+  void Broadcast(const Frame& frame);
+
+  size_t streams() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return streams_.size();
+  }
+
+  void Close(Runtime* runtime) {
+    uint64_t token;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      token = token_;
+      token_ = 0;
+      closed_ = true;
+    }
+    if (token != 0 && runtime != nullptr) runtime->Unsubscribe(token);
+  }
+
+  void Leave(Connection* stream) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    streams_.erase(stream);
+  }
+
+ private:
+  void OnEvent(const TaskEvent& event);
+
+  const size_t replay_;
+  const std::string epoch_;
+  std::mutex mutex_;
+  bool closed_ = false;
+  uint64_t token_ = 0;
+  // Sequence of the next task event; 1 is the first.
+  uint64_t next_seq_ = 1;
+  // The first sequence seen by the subscription (events before it were
+  // never received).
+  uint64_t first_seq_ = 1;
+  std::deque<std::pair<uint64_t, Frame>> ring_;
+  std::unordered_map<Connection*, std::weak_ptr<Connection>> streams_;
+};
+
+class ServerImpl final : public HttpServer {
+ public:
+  ServerImpl(ServerOptions options, std::string token)
+      : options_(std::move(options)),
+        token_(std::move(token)),
+        io_(std::make_shared<asio::io_context>(options_.threads)),
+        work_(asio::make_work_guard(*io_)),
+        acceptor_(asio::make_strand(*io_)),
+        keepalive_timer_(*io_),
+        hub_(options_.sse_replay_events, NewEpoch()) {}
+
+  ~ServerImpl() override {
+    Stop();
+    work_.reset();
+    io_->stop();
+    for (std::thread& thread : threads_) thread.join();
+  }
+
+  std::shared_ptr<Executor> executor() const override {
+    return std::make_shared<IoExecutor>(io_);
+  }
+
+  Status Start() override;
+  uint16_t port() const override { return port_.load(); }
+  void AttachRuntime(Runtime* runtime) override { runtime_.store(runtime); }
+  void Stop() override;
+
+  // ---- For connections ----
+  const ServerOptions& options() const { return options_; }
+  Runtime* runtime() const { return runtime_.load(); }
+  bool stopping() const { return stopping_.load(); }
+  EventHub& hub() { return hub_; }
+  const std::string& token() const { return token_; }
+  void Register(Connection* c, const std::shared_ptr<Connection>& shared) {
+    std::lock_guard<std::mutex> lock(connections_mutex_);
+    connections_[c] = shared;
+  }
+  void Unregister(Connection* c) {
+    std::lock_guard<std::mutex> lock(connections_mutex_);
+    connections_.erase(c);
+  }
+  size_t connection_count() {
+    std::lock_guard<std::mutex> lock(connections_mutex_);
+    return connections_.size();
+  }
+  std::atomic<int64_t> in_flight{0};
+  std::atomic<uint64_t> requests{0};
+  std::atomic<uint64_t> rejected_connections{0};
+
+ private:
+  static std::string NewEpoch() {
+    std::random_device random;
+    char buffer[16];
+    std::snprintf(buffer, sizeof buffer, "%08x", random());
+    return buffer;
+  }
+  void Accept();
+  void KeepAlive();
+  std::vector<std::shared_ptr<Connection>> Connections();
+
+  const ServerOptions options_;
+  const std::string token_;
+  std::shared_ptr<asio::io_context> io_;
+  asio::executor_work_guard<asio::io_context::executor_type> work_;
+  tcp::acceptor acceptor_;
+  asio::steady_timer keepalive_timer_;
+  EventHub hub_;
+  std::vector<std::thread> threads_;
+  std::atomic<uint16_t> port_{0};
+  std::atomic<Runtime*> runtime_{nullptr};
+  std::atomic<bool> stopping_{false};
+  std::atomic<bool> started_{false};
+  std::mutex connections_mutex_;
+  std::unordered_map<Connection*, std::weak_ptr<Connection>> connections_;
+};
+
+class Connection : public std::enable_shared_from_this<Connection> {
+ public:
+  Connection(tcp::socket socket, ServerImpl* server)
+      : stream_(std::move(socket)), server_(server) {}
+
+  ~Connection() {
+    server_->Unregister(this);
+    if (sse_) server_->hub().Leave(this);
+  }
+
+  void Run() {
+    asio::dispatch(stream_.get_executor(),
+                   [self = shared_from_this()] { self->ReadHeader(); });
+  }
+
+  // Stop, first step: an idle connection or an event stream is closed; a
+  // request in flight is answered, then the connection closes.
+  void StopSoft() {
+    asio::post(stream_.get_executor(), [self = shared_from_this()] {
+      if (self->sse_ || !self->busy_) self->DoClose();
+    });
+  }
+  void StopHard() {
+    asio::post(stream_.get_executor(),
+               [self = shared_from_this()] { self->DoClose(); });
+  }
+
+  // Queues an event-stream frame; from any thread.
+  void Send(Frame frame) {
+    asio::post(stream_.get_executor(),
+               [self = shared_from_this(), frame = std::move(frame)] {
+                 self->DoSend(frame);
+               });
+  }
+
+ private:
+  // ---- Reading requests ----
+
+  void ReadHeader() {
+    if (closed_) return;
+    if (server_->stopping()) return DoClose();
+    parser_.emplace();
+    parser_->header_limit(16 * 1024);
+    parser_->body_limit(server_->options().max_body_bytes);
+    stream_.expires_after(server_->options().header_timeout);
+    bhttp::async_read_header(
+        stream_, buffer_, *parser_,
+        [self = shared_from_this()](beast::error_code ec, size_t) {
+          self->OnHeader(ec);
+        });
+  }
+
+  void OnHeader(beast::error_code ec) {
+    if (ec) return OnReadError(ec);
+    const auto& header = parser_->get();
+    if (auto length = parser_->content_length();
+        length && *length > server_->options().max_body_bytes) {
+      return TooLarge();
+    }
+    if (beast::iequals(header[bhttp::field::expect], "100-continue")) {
+      // curl waits for this before sending a body over 1 KiB.
+      auto cont = std::make_shared<bhttp::response<bhttp::empty_body>>(
+          bhttp::status::continue_, header.version());
+      stream_.expires_after(server_->options().write_timeout);
+      bhttp::async_write(stream_, *cont,
+                         [self = shared_from_this(), cont](
+                             beast::error_code write_ec, size_t) {
+                           if (write_ec) return self->DoClose();
+                           self->ReadBody();
+                         });
+      return;
+    }
+    ReadBody();
+  }
+
+  void ReadBody() {
+    stream_.expires_after(server_->options().body_timeout);
+    bhttp::async_read(
+        stream_, buffer_, *parser_,
+        [self = shared_from_this()](beast::error_code ec, size_t) {
+          if (ec) return self->OnReadError(ec);
+          self->stream_.expires_never();
+          self->Dispatch(self->parser_->release());
+        });
+  }
+
+  void OnReadError(beast::error_code ec) {
+    if (ec == bhttp::error::body_limit) return TooLarge();
+    if (ec == bhttp::error::end_of_stream || ec == beast::error::timeout ||
+        ec == asio::error::operation_aborted || ec == asio::error::eof ||
+        ec == asio::error::connection_reset) {
+      return DoClose();
+    }
+    // A malformed request: say so once, then close (the stream is not in
+    // a known state any more).
+    Response res = Error(bhttp::status::bad_request, "bad_request",
+                         "malformed HTTP request: " + ec.message(), 11);
+    res.keep_alive(false);
+    Write(std::move(res));
+  }
+
+  void TooLarge() {
+    Response res =
+        Error(bhttp::status::payload_too_large, "payload_too_large",
+              "the request body is over server.max_body_bytes (" +
+                  std::to_string(server_->options().max_body_bytes) + " bytes)",
+              parser_ ? parser_->get().version() : 11);
+    res.keep_alive(false);
+    Write(std::move(res));
+  }
+
+  // ---- Responses ----
+
+  static Response Json(bhttp::status status, std::string body,
+                       unsigned version) {
+    Response res(status, version);
+    res.set(bhttp::field::content_type, "application/json");
+    res.set(bhttp::field::cache_control, "no-store");
+    res.body() = std::move(body);
+    return res;
+  }
+  static Response Error(bhttp::status status, std::string_view code,
+                        std::string_view message, unsigned version) {
+    return Json(status, ErrorJson(code, message), version);
+  }
+  Response ErrorFor(const Status& s) const {
+    auto [status, code] = ErrorOf(s);
+    return Error(status, code, s.message(), version_);
+  }
+
+  // From any thread: answers the request in flight.
+  void Respond(Response res) {
+    auto shared = std::make_shared<Response>(std::move(res));
+    asio::post(stream_.get_executor(), [self = shared_from_this(), shared] {
+      self->Write(std::move(*shared));
+    });
+  }
+
+  void Write(Response res) {
+    if (closed_) return;
+    bool keep = keep_alive_ && res.keep_alive() && !server_->stopping();
+    res.keep_alive(keep);
+    res.prepare_payload();
+    auto shared = std::make_shared<Response>(std::move(res));
+    stream_.expires_after(server_->options().write_timeout);
+    bhttp::async_write(stream_, *shared,
+                       [self = shared_from_this(), shared, keep](
+                           beast::error_code ec, size_t) {
+                         self->stream_.expires_never();
+                         if (self->busy_) {
+                           self->busy_ = false;
+                           self->server_->in_flight.fetch_sub(1);
+                         }
+                         if (ec || !keep) return self->DoClose();
+                         self->ReadHeader();
+                       });
+  }
+
+  void DoClose() {
+    if (closed_) return;
+    closed_ = true;
+    watches_.clear();
+    beast::error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
+    stream_.close();
+    if (busy_) {
+      busy_ = false;
+      server_->in_flight.fetch_sub(1);
+    }
+  }
+
+  // ---- Routes ----
+
+  void Dispatch(Request req);
+  void Enqueue(Runtime* runtime, const Request& req);
+  void EnqueueBatch(Runtime* runtime, const Request& req);
+  void StartEvents(Runtime* runtime, std::string_view query,
+                   const Request& req);
+
+  template <class T, class Fn>
+  void Answer(Future<T> future, Fn to_response) {
+    future.Then(
+        [self = shared_from_this(), to_response](const Result<T>& result) {
+          if (!result.ok())
+            return self->Respond(self->ErrorFor(result.status()));
+          self->Respond(to_response(*result));
+        });
+  }
+  void AnswerJsonBytes(Future<std::string> future) {
+    unsigned version = version_;
+    Answer(std::move(future), [version](const std::string& body) {
+      return Json(bhttp::status::ok, body, version);
+    });
+  }
+
+  // ---- Event streams ----
+
+  void DoSend(const Frame& frame) {
+    if (closed_) return;
+    queued_bytes_ += frame->size();
+    if (queued_bytes_ > server_->options().sse_max_queued_bytes)
+      return DoClose();
+    queue_.push_back(frame);
+    if (!writing_) WriteNext();
+  }
+  void WriteNext() {
+    if (queue_.empty() || closed_) {
+      writing_ = false;
+      return;
+    }
+    writing_ = true;
+    stream_.expires_after(server_->options().write_timeout);
+    asio::async_write(
+        stream_, asio::buffer(*queue_.front()),
+        [self = shared_from_this()](beast::error_code ec, size_t) {
+          self->stream_.expires_never();
+          if (ec) return self->DoClose();
+          self->queued_bytes_ -= self->queue_.front()->size();
+          self->queue_.pop_front();
+          self->WriteNext();
+        });
+  }
+  // An event stream reads only to notice the client going away.
+  void ReadUntilGone() {
+    stream_.async_read_some(
+        asio::buffer(probe_),
+        [self = shared_from_this()](beast::error_code ec, size_t) {
+          if (ec) return self->DoClose();
+          self->ReadUntilGone();
+        });
+  }
+
+  beast::tcp_stream stream_;
+  ServerImpl* server_;
+  beast::flat_buffer buffer_;
+  std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
+  bool keep_alive_ = true;
+  unsigned version_ = 11;
+  // A request was read and is not answered yet (counted in in_flight).
+  bool busy_ = false;
+  bool closed_ = false;
+  // An event stream.
+  bool sse_ = false;
+  bool writing_ = false;
+  size_t queued_bytes_ = 0;
+  std::deque<Frame> queue_;
+  std::vector<Watch> watches_;
+  char probe_[256];
+};
+
+// ---- EventHub ----
+
+EventHub::Joined EventHub::Join(Runtime* runtime,
+                                const std::shared_ptr<Connection>& stream,
+                                std::string_view last_event_id) {
+  bool subscribe = false;
+  Joined joined;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (closed_) return joined;
+    subscribe = token_ == 0;
+    if (subscribe) first_seq_ = next_seq_;
+    if (!last_event_id.empty()) {
+      size_t dash = last_event_id.rfind('-');
+      std::optional<uint64_t> seq;
+      if (dash != std::string_view::npos &&
+          last_event_id.substr(0, dash) == epoch_) {
+        std::optional<TaskId> parsed = ParseId(last_event_id.substr(dash + 1));
+        if (parsed) seq = *parsed;
+        if (last_event_id.substr(dash + 1) == "0") seq = 0;
+      }
+      if (!seq) {
+        joined.reset_reason =
+            "Last-Event-ID is from another server run; events are kept "
+            "in memory only";
+      } else if (*seq + 1 < first_seq_ ||
+                 (!ring_.empty() && *seq + 1 < ring_.front().first) ||
+                 (ring_.empty() && *seq + 1 < next_seq_) || replay_ == 0) {
+        joined.reset_reason = "events after Last-Event-ID are no longer kept";
+      } else {
+        for (const auto& [s, frame] : ring_) {
+          if (s > *seq) joined.replay.push_back(frame);
+        }
+      }
+    }
+    streams_[stream.get()] = stream;
+  }
+  if (subscribe) {
+    // Outside the lock: Subscribe's first delivery may come at once.
+    uint64_t token =
+        runtime->Subscribe([this](const TaskEvent& event) { OnEvent(event); });
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (closed_) {
+      runtime->Unsubscribe(token);
+    } else {
+      token_ = token;
+    }
+  }
+  return joined;
+}
+
+void EventHub::OnEvent(const TaskEvent& event) {
+  std::string data = EventJson(event);
+  std::vector<std::shared_ptr<Connection>> targets;
+  Frame frame;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    uint64_t seq = next_seq_++;
+    frame = std::make_shared<const std::string>(
+        Frame_(epoch_ + "-" + std::to_string(seq), "task", data));
+    if (replay_ > 0) {
+      ring_.emplace_back(seq, frame);
+      if (ring_.size() > replay_) ring_.pop_front();
+    }
+    targets.reserve(streams_.size());
+    for (auto it = streams_.begin(); it != streams_.end();) {
+      if (auto stream = it->second.lock()) {
+        targets.push_back(std::move(stream));
+        ++it;
+      } else {
+        it = streams_.erase(it);
+      }
+    }
+  }
+  for (auto& stream : targets) stream->Send(frame);
+}
+
+void EventHub::Broadcast(const Frame& frame) {
+  std::vector<std::shared_ptr<Connection>> targets;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto& [raw, weak] : streams_) {
+      if (auto stream = weak.lock()) targets.push_back(std::move(stream));
+    }
+  }
+  for (auto& stream : targets) stream->Send(frame);
+}
+
+// ---- Routes ----
+
+void Connection::Dispatch(Request req) {
+  busy_ = true;
+  server_->in_flight.fetch_add(1);
+  server_->requests.fetch_add(1, std::memory_order_relaxed);
+  keep_alive_ = req.keep_alive();
+  version_ = req.version();
+  unsigned version = version_;
+  std::string_view target(req.target().data(), req.target().size());
+  size_t question = target.find('?');
+  std::string_view path = target.substr(0, question);
+  std::string_view query = question == std::string_view::npos
+                               ? std::string_view()
+                               : target.substr(question + 1);
+  std::vector<std::string_view> seg = Segments(path);
+  bhttp::verb method = req.method();
+  bool get = method == bhttp::verb::get || method == bhttp::verb::head;
+  bool post = method == bhttp::verb::post;
+
+  auto method_not_allowed = [&](const char* allow) {
+    Response res = Error(
+        bhttp::status::method_not_allowed, "method_not_allowed",
+        std::string(req.method_string()) + " is not allowed here; use " + allow,
+        version);
+    res.set(bhttp::field::allow, allow);
+    Write(std::move(res));
+  };
+
+  // Unauthenticated, and before the runtime is attached.
+  if (seg.size() == 1 && seg[0] == "healthz") {
+    if (!get) return method_not_allowed("GET");
+    return Write(Json(bhttp::status::ok, "{\"status\":\"ok\"}", version));
+  }
+  if (seg.empty()) {
+    if (!get) return method_not_allowed("GET");
+    Response res(bhttp::status::ok, version);
+    res.set(bhttp::field::content_type, "text/html; charset=utf-8");
+    res.body().assign(reinterpret_cast<const char*>(kDashboardHtml),
+                      kDashboardHtmlSize);
+    return Write(std::move(res));
+  }
+  Runtime* runtime = server_->runtime();
+  if (server_->stopping() || runtime == nullptr) {
+    Response res = Error(bhttp::status::service_unavailable, "unavailable",
+                         server_->stopping()
+                             ? "spoold is stopping"
+                             : "spoold is starting: recovery is not finished",
+                         version);
+    res.set(bhttp::field::retry_after, "1");
+    return Write(std::move(res));
+  }
+  if (seg.size() == 1 && seg[0] == "readyz") {
+    if (!get) return method_not_allowed("GET");
+    return Write(Json(bhttp::status::ok, "{\"status\":\"ready\"}", version));
+  }
+  if (seg.size() == 1 && seg[0] == "metrics") {
+    if (!get) return method_not_allowed("GET");
+    std::string body = FormatPrometheus(runtime->GetStatistics());
+    body +=
+        "# HELP spoold_http_requests_total HTTP requests read since start.\n"
+        "# TYPE spoold_http_requests_total counter\n"
+        "spoold_http_requests_total " +
+        std::to_string(server_->requests.load()) +
+        "\n# HELP spoold_http_connections Connections open now, event streams "
+        "included.\n"
+        "# TYPE spoold_http_connections gauge\n"
+        "spoold_http_connections " +
+        std::to_string(server_->connection_count()) +
+        "\n# HELP spoold_event_streams Event streams (GET /v1/events) open "
+        "now.\n"
+        "# TYPE spoold_event_streams gauge\n"
+        "spoold_event_streams " +
+        std::to_string(server_->hub().streams()) +
+        "\n# HELP spoold_http_rejected_connections_total Connections refused "
+        "past "
+        "max_connections.\n"
+        "# TYPE spoold_http_rejected_connections_total counter\n"
+        "spoold_http_rejected_connections_total " +
+        std::to_string(server_->rejected_connections.load()) + "\n";
+    Response res(bhttp::status::ok, version);
+    res.set(bhttp::field::content_type,
+            "text/plain; version=0.0.4; charset=utf-8");
+    res.body() = std::move(body);
+    return Write(std::move(res));
+  }
+  if (seg.empty() || seg[0] != "v1") {
+    return Write(Error(bhttp::status::not_found, "not_found",
+                       "no such path: " + std::string(path), version));
+  }
+  if (!get && !post)
+    return method_not_allowed(
+        seg.size() == 2 && seg[1] == "tasks" ? "GET, POST" : "GET or POST");
+  if (post) {
+    // Every mutation needs the bearer token.
+    if (server_->token().empty()) {
+      return Write(Error(
+          bhttp::status::forbidden, "forbidden",
+          "mutations are disabled: spoold has no server.token_file", version));
+    }
+    auto auth = req[bhttp::field::authorization];
+    if (!BearerMatches(std::string_view(auth.data(), auth.size()),
+                       server_->token())) {
+      Response res =
+          Error(bhttp::status::unauthorized, "unauthorized",
+                "this request needs Authorization: Bearer <token from "
+                "server.token_file>",
+                version);
+      res.set(bhttp::field::www_authenticate, "Bearer");
+      return Write(std::move(res));
+    }
+  }
+  std::string_view body(req.body());
+  auto bad = [&](const Status& s) { Write(ErrorFor(s)); };
+  auto id_at = [&](size_t i) { return ParseId(seg[i]); };
+  // /v1/tasks, /v1/tasks:batch
+  if (seg.size() == 2 && seg[1] == "tasks") {
+    if (post) return Enqueue(runtime, req);
+    TaskQuery task_query;
+    if (Status s = ParseTaskQuery(query, true, &task_query); !s.ok())
+      return bad(s);
+    return AnswerJsonBytes(runtime->ListTasksJson(task_query));
+  }
+  if (seg.size() == 2 && seg[1] == "tasks:batch") {
+    if (!post) return method_not_allowed("POST");
+    return EnqueueBatch(runtime, req);
+  }
+  if (seg.size() >= 3 && seg[1] == "tasks") {
+    std::optional<TaskId> id = id_at(2);
+    if (!id) {
+      return bad(Status::InvalidArgument(
+          "task id: expected an integer in [1, 2^64-1], got \"" +
+          std::string(seg[2]) + "\""));
+    }
+    if (seg.size() == 3) {
+      if (!get) return method_not_allowed("GET");
+      return AnswerJsonBytes(runtime->GetTaskJson(*id));
+    }
+    if (seg.size() == 4 && seg[3] == "history") {
+      if (!get) return method_not_allowed("GET");
+      return Answer(runtime->GetFailureHistory(*id),
+                    [version](const FailureHistory& h) {
+                      return Json(bhttp::status::ok, HistoryJson(h), version);
+                    });
+    }
+    if (seg.size() == 4 && seg[3] == "cancel") {
+      if (!post) return method_not_allowed("POST");
+      TaskId task = *id;
+      return Answer(
+          runtime->Cancel(task), [version, task](const TaskStatus& status) {
+            return Json(bhttp::status::ok,
+                        "{\"id\":" + std::to_string(task) + ",\"status\":\"" +
+                            TaskStatusName(status) + "\"}",
+                        version);
+          });
+    }
+    if (seg.size() == 4 && seg[3] == "retry") {
+      if (!post) return method_not_allowed("POST");
+      std::optional<RetryPolicy> policy;
+      if (Status s = ParseRetryRequest(body, &policy); !s.ok()) return bad(s);
+      TaskId task = *id;
+      Future<void> retried = runtime->Retry(task, policy);
+      retried.Then(
+          [self = shared_from_this(), task, version](const Result<void>& r) {
+            if (!r.ok()) return self->Respond(self->ErrorFor(r.status()));
+            self->Respond(Json(
+                bhttp::status::ok,
+                "{\"id\":" + std::to_string(task) + ",\"status\":\"pending\"}",
+                version));
+          });
+      return;
+    }
+  }
+  if (seg.size() == 2 && seg[1] == "counts") {
+    if (!get) return method_not_allowed("GET");
+    return Answer(runtime->CountByType(), [version](const TypeCounts& counts) {
+      return Json(bhttp::status::ok, CountsJson(counts), version);
+    });
+  }
+  if (seg.size() == 2 && seg[1] == "purge") {
+    if (!post) return method_not_allowed("POST");
+    PurgeOptions purge;
+    if (Status s = ParsePurgeRequest(body, &purge); !s.ok()) return bad(s);
+    return Answer(
+        runtime->Purge(std::move(purge)), [version](const uint64_t& deleted) {
+          return Json(bhttp::status::ok,
+                      "{\"deleted\":" + std::to_string(deleted) + "}", version);
+        });
+  }
+  if (seg.size() == 4 && seg[1] == "types" &&
+      (seg[3] == "pause" || seg[3] == "resume")) {
+    if (!post) return method_not_allowed("POST");
+    std::optional<std::string> type = UrlDecode(seg[2], false);
+    if (!type) return bad(Status::InvalidArgument("type: malformed %-escape"));
+    bool pause = seg[3] == "pause";
+    Status s = pause ? runtime->PauseType(*type) : runtime->ResumeType(*type);
+    if (!s.ok()) return bad(s);
+    return Write(Json(bhttp::status::ok,
+                      "{\"type\":" + JsonString(*type) +
+                          ",\"paused\":" + (pause ? "true" : "false") + "}",
+                      version));
+  }
+  if (seg.size() == 2 && seg[1] == "events") {
+    if (!get) return method_not_allowed("GET");
+    return StartEvents(runtime, query, req);
+  }
+  Write(Error(bhttp::status::not_found, "not_found",
+              "no such path: " + std::string(path), version));
+}
+
+void Connection::Enqueue(Runtime* runtime, const Request& req) {
+  TaskSpec spec;
+  if (Status s = ParseTaskRequest(req.body(), &spec); !s.ok())
+    return Write(ErrorFor(s));
+  Ticket ticket = runtime->Enqueue(std::move(spec));
+  TaskId assigned = ticket.id;
+  unsigned version = version_;
+  Answer(ticket.stored, [assigned, version](const TaskId& id) {
+    // A dedup hit answers the active task's id, and stores nothing.
+    if (id != assigned) {
+      return Json(bhttp::status::ok,
+                  "{\"id\":" + std::to_string(id) + ",\"deduplicated\":true}",
+                  version);
+    }
+    return Json(bhttp::status::created, "{\"id\":" + std::to_string(id) + "}",
+                version);
+  });
+}
+
+void Connection::EnqueueBatch(Runtime* runtime, const Request& req) {
+  std::vector<TaskSpec> specs;
+  if (Status s = ParseBatchRequest(req.body(), &specs); !s.ok())
+    return Write(ErrorFor(s));
+  BatchTicket ticket = runtime->EnqueueBatch(std::move(specs));
+  unsigned version = version_;
+  Answer(ticket.stored, [version](const std::vector<TaskId>& ids) {
+    std::string body = "{\"ids\":[";
+    for (size_t i = 0; i < ids.size(); ++i) {
+      if (i > 0) body += ',';
+      body += std::to_string(ids[i]);
+    }
+    return Json(bhttp::status::created, body + "]}", version);
+  });
+}
+
+void Connection::StartEvents(Runtime* runtime, std::string_view query,
+                             const Request& req) {
+  // Parameters first, so that a bad one is an ordinary 400.
+  std::optional<TaskId> task;
+  std::optional<TaskQuery> listing;
+  std::string_view rest = query;
+  bool wants_list = false;
+  while (!rest.empty()) {
+    size_t amp = rest.find('&');
+    std::string_view pair = rest.substr(0, amp);
+    rest = amp == std::string_view::npos ? std::string_view()
+                                         : rest.substr(amp + 1);
+    std::string_view key = pair.substr(0, pair.find('='));
+    if (key.empty()) continue;
+    if (key == "task") {
+      std::optional<std::string> value = QueryParameter(pair, "task");
+      task = value ? ParseId(*value) : std::nullopt;
+      if (!task)
+        return Write(
+            ErrorFor(Status::InvalidArgument("task: expected a task id")));
+    } else if (key == "status" || key == "type" || key == "group" ||
+               key == "limit") {
+      wants_list = true;
+    } else {
+      return Write(ErrorFor(Status::InvalidArgument(
+          std::string(key) +
+          ": unknown parameter; /v1/events takes task, status, type, "
+          "group and limit")));
+    }
+  }
+  if (wants_list) {
+    TaskQuery parsed;
+    if (Status s = ParseTaskQuery(query, false, &parsed); !s.ok())
+      return Write(ErrorFor(s));
+    listing = parsed;
+  }
+  std::string last_event_id(req["Last-Event-ID"]);
+  if (last_event_id.empty()) {
+    if (auto value = QueryParameter(query, "last_event_id"))
+      last_event_id = *value;
+  }
+
+  // The stream: the header, then frames for the rest of the connection.
+  sse_ = true;
+  busy_ = false;
+  server_->in_flight.fetch_sub(1);
+  auto header = std::make_shared<const std::string>(
+      "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: "
+      "no-store\r\n"
+      "Connection: close\r\nX-Accel-Buffering: no\r\n\r\nretry: 2000\n\n");
+  DoSend(header);
+  auto self = shared_from_this();
+  EventHub::Joined joined = server_->hub().Join(runtime, self, last_event_id);
+  if (joined.reset_reason) {
+    DoSend(std::make_shared<const std::string>(
+        Frame_(server_->hub().CurrentId(), "reset",
+               "{\"reason\":" + JsonString(*joined.reset_reason) + "}")));
+  }
+  for (const Frame& frame : joined.replay) DoSend(frame);
+
+  std::weak_ptr<Connection> weak = self;
+  ServerImpl* server = server_;
+  auto emit = [weak, server](const char* event, std::string data) {
+    if (auto stream = weak.lock()) {
+      stream->Send(std::make_shared<const std::string>(
+          Frame_(server->hub().CurrentId(), event, data)));
+    }
+  };
+  Result<Watch> counts =
+      runtime->WatchCountByType([emit](const Result<TypeCounts>& result) {
+        if (result.ok()) return emit("counts", CountsJson(*result));
+        auto [status, code] = ErrorOf(result.status());
+        (void)status;
+        emit("error", ErrorJson(code, result.status().message()));
+      });
+  if (counts.ok()) watches_.push_back(std::move(counts).value());
+  if (task) {
+    Result<Watch> watch = runtime->WatchTaskJson(
+        *task, [emit](const Result<std::string>& result) {
+          if (result.ok()) return emit("task_state", *result);
+          auto [status, code] = ErrorOf(result.status());
+          (void)status;
+          emit("task_state", ErrorJson(code, result.status().message()));
+        });
+    if (watch.ok()) watches_.push_back(std::move(watch).value());
+  }
+  if (listing) {
+    Result<Watch> watch = runtime->WatchListJson(
+        *listing, [emit](const Result<std::string>& result) {
+          if (result.ok()) return emit("list", *result);
+          auto [status, code] = ErrorOf(result.status());
+          (void)status;
+          emit("list", ErrorJson(code, result.status().message()));
+        });
+    if (watch.ok()) watches_.push_back(std::move(watch).value());
+  }
+  ReadUntilGone();
+}
+
+// ---- ServerImpl ----
+
+Status ServerImpl::Start() {
+  if (started_.exchange(true))
+    return Status::FailedPrecondition("spoold server already started");
+  std::string listen = options_.listen;
+  size_t colon = listen.rfind(':');
+  if (colon == std::string::npos) {
+    return Status::InvalidArgument("server.listen: expected HOST:PORT, got \"" +
+                                   listen + "\"");
+  }
+  std::string host = listen.substr(0, colon);
+  std::string port_text = listen.substr(colon + 1);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  if (host == "localhost") host = "127.0.0.1";
+  beast::error_code ec;
+  asio::ip::address address = asio::ip::make_address(host, ec);
+  std::optional<TaskId> port =
+      port_text == "0" ? std::optional<TaskId>(0) : ParseId(port_text);
+  if (ec || !port || *port > 65535) {
+    return Status::InvalidArgument(
+        "server.listen: expected an IP address and a port, got \"" + listen +
+        "\"");
+  }
+  tcp::endpoint endpoint(address, static_cast<uint16_t>(*port));
+  acceptor_.open(endpoint.protocol(), ec);
+  if (!ec) acceptor_.set_option(asio::socket_base::reuse_address(true), ec);
+  if (!ec) acceptor_.bind(endpoint, ec);
+  if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec)
+    return Status::IOError("server.listen " + listen + ": " + ec.message());
+  port_ = acceptor_.local_endpoint().port();
+  Accept();
+  KeepAlive();
+  for (int i = 0; i < options_.threads; ++i) {
+    threads_.emplace_back([this, i] {
+      std::string name = "spoold-io-" + std::to_string(i);
+      pthread_setname_np(pthread_self(), name.c_str());
+      io_->run();
+    });
+  }
+  return Status::OK();
+}
+
+void ServerImpl::Accept() {
+  acceptor_.async_accept(asio::make_strand(*io_), [this](beast::error_code ec,
+                                                         tcp::socket socket) {
+    if (ec == asio::error::operation_aborted || !acceptor_.is_open()) return;
+    if (!ec) {
+      if (stopping_) {
+        beast::error_code ignored;
+        socket.close(ignored);
+      } else if (connection_count() >= options_.max_connections) {
+        // Past max_connections: one short answer, then close.
+        rejected_connections.fetch_add(1, std::memory_order_relaxed);
+        static const std::string kBusy = [] {
+          std::string body =
+              ErrorJson("too_many_connections",
+                        "spoold is at server.max_connections; retry later");
+          return "HTTP/1.1 503 Service Unavailable\r\nContent-Type: "
+                 "application/json\r\n"
+                 "Retry-After: 1\r\nConnection: close\r\nContent-Length: " +
+                 std::to_string(body.size()) + "\r\n\r\n" + body;
+        }();
+        auto shared = std::make_shared<tcp::socket>(std::move(socket));
+        asio::async_write(
+            *shared, asio::buffer(kBusy), [shared](beast::error_code, size_t) {
+              beast::error_code ignored;
+              shared->shutdown(tcp::socket::shutdown_both, ignored);
+              shared->close(ignored);
+            });
+      } else {
+        beast::error_code ignored;
+        socket.set_option(tcp::no_delay(true), ignored);
+        auto connection = std::make_shared<Connection>(std::move(socket), this);
+        Register(connection.get(), connection);
+        connection->Run();
+      }
+    }
+    Accept();
+  });
+}
+
+void ServerImpl::KeepAlive() {
+  keepalive_timer_.expires_after(options_.sse_keepalive);
+  keepalive_timer_.async_wait([this](beast::error_code ec) {
+    if (ec || stopping_) return;
+    static const Frame kComment =
+        std::make_shared<const std::string>(": keep-alive\n\n");
+    hub_.Broadcast(kComment);
+    KeepAlive();
+  });
+}
+
+std::vector<std::shared_ptr<Connection>> ServerImpl::Connections() {
+  std::vector<std::shared_ptr<Connection>> out;
+  std::lock_guard<std::mutex> lock(connections_mutex_);
+  for (auto& [raw, weak] : connections_) {
+    if (auto c = weak.lock()) out.push_back(std::move(c));
+  }
+  return out;
+}
+
+void ServerImpl::Stop() {
+  if (stopping_.exchange(true)) return;
+  if (started_) {
+    asio::post(acceptor_.get_executor(), [this] {
+      beast::error_code ignored;
+      acceptor_.close(ignored);
+    });
+    asio::post(*io_, [this] { keepalive_timer_.cancel(); });
+  }
+  hub_.Close(runtime_.load());
+  for (auto& c : Connections()) c->StopSoft();
+  auto deadline = std::chrono::steady_clock::now() + options_.stop_timeout;
+  while (in_flight.load() > 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  for (auto& c : Connections()) c->StopHard();
+  // Until the connections are gone (their strands run the closes).
+  auto gone = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  while (connection_count() > 0 && std::chrono::steady_clock::now() < gone &&
+         started_) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+}
+
+}  // namespace
+
+Status ServerOptions::Validate() const {
+  auto fail = [](const char* key, const std::string& why) {
+    return Status::InvalidArgument(std::string("server.") + key + ": " + why);
+  };
+  if (listen.empty()) return fail("listen", "must not be empty");
+  if (threads < 1 || threads > 64) return fail("threads", "expected 1 to 64");
+  if (max_body_bytes < 1 || max_body_bytes > (size_t{1} << 30)) {
+    return fail("max_body_bytes", "expected 1 to 1073741824");
+  }
+  if (max_connections < 1 || max_connections > 1'000'000) {
+    return fail("max_connections", "expected 1 to 1000000");
+  }
+  for (auto [key, value] : {std::pair{"header_timeout_ms", header_timeout},
+                            std::pair{"body_timeout_ms", body_timeout},
+                            std::pair{"write_timeout_ms", write_timeout},
+                            std::pair{"sse_keepalive_ms", sse_keepalive}}) {
+    if (value.count() < 1 || value.count() > 86'400'000)
+      return fail(key, "expected 1 to 86400000");
+  }
+  if (stop_timeout.count() < 0 || stop_timeout.count() > 86'400'000) {
+    return fail("stop_timeout_ms", "expected 0 to 86400000");
+  }
+  if (sse_replay_events > 1'000'000)
+    return fail("sse_replay_events", "expected 0 to 1000000");
+  if (sse_max_queued_bytes < 4096)
+    return fail("sse_max_queued_bytes", "expected at least 4096");
+  return Status::OK();
+}
+
+Status HttpServer::Create(ServerOptions options,
+                          std::unique_ptr<HttpServer>* server) {
+  if (Status s = options.Validate(); !s.ok()) return s;
+  std::string token;
+  if (!options.token_file.empty()) {
+    if (Status s = LoadBearerToken(options.token_file, &token); !s.ok())
+      return s;
+  }
+  *server = std::make_unique<ServerImpl>(std::move(options), std::move(token));
+  return Status::OK();
+}
+
+}  // namespace spool::http

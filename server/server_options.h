@@ -1,0 +1,75 @@
+// ServerOptions: every setting of spoold's HTTP server, with its default.
+//
+// A plain struct, like spool::Options. Fill it in code, or load it with the
+// runtime's options from one TOML file (server/server_config.h), whose
+// [server] table config/spool.toml documents key by key.
+
+#ifndef SPOOL_SERVER_SERVER_OPTIONS_H_
+#define SPOOL_SERVER_SERVER_OPTIONS_H_
+
+#include <chrono>
+#include <cstddef>
+#include <string>
+
+#include <spool/status.h>
+
+namespace spool::http {
+
+struct ServerOptions {
+  // "HOST:PORT" to listen on; HOST is an IPv4 or IPv6 address ("[::1]:8470")
+  // or "localhost". Port 0 picks a free port (see HttpServer::port()).
+  // Default: loopback only.
+  std::string listen = "127.0.0.1:8470";
+
+  // Threads running the io loop: every connection, request, response and
+  // event stream is served by them, asynchronously; none is parked per
+  // connection. spool's future callbacks run on them too. Default: 1.
+  int threads = 1;
+
+  // A file holding the bearer token that mutations (every POST) need, on
+  // its first line. Must not be readable by group or others. Empty: no
+  // token, and every mutation is refused with 403. Default: empty.
+  std::string token_file;
+
+  // The largest request body accepted; a larger one gets 413. Default:
+  // 1 MiB + 64 KiB (a maximal payload and its JSON envelope).
+  size_t max_body_bytes = (size_t{1} << 20) + (size_t{64} << 10);
+
+  // Connections open at once, event streams included; one more is answered
+  // 503 and closed. Default: 4096.
+  size_t max_connections = 4096;
+
+  // How long a connection may take to send a request's header, counted from
+  // the end of the previous response (keep-alive idle time included); and
+  // then its body. A slow client is disconnected. Default: 10 s each.
+  std::chrono::milliseconds header_timeout{10000};
+  std::chrono::milliseconds body_timeout{10000};
+
+  // How long one write may wait for a client that does not read, on a
+  // response or an event stream. Default: 10 s.
+  std::chrono::milliseconds write_timeout{10000};
+
+  // The interval of keep-alive comments on idle event streams. Default: 15 s.
+  std::chrono::milliseconds sse_keepalive{15000};
+
+  // Task events kept in memory for Last-Event-ID resume. 0: no resume.
+  // Default: 4096.
+  size_t sse_replay_events = 4096;
+
+  // The most bytes queued for one event stream whose client reads too
+  // slowly; past it the stream is closed (the client reconnects and
+  // resumes). Default: 4 MiB.
+  size_t sse_max_queued_bytes = size_t{4} << 20;
+
+  // On stop: how long in-flight requests may take to finish before their
+  // connections are closed. The runtime's own close_timeout_ms follows.
+  // Default: 5 s.
+  std::chrono::milliseconds stop_timeout{5000};
+
+  // OK, or InvalidArgument naming the first field out of range.
+  Status Validate() const;
+};
+
+}  // namespace spool::http
+
+#endif  // SPOOL_SERVER_SERVER_OPTIONS_H_

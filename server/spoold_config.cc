@@ -1,0 +1,562 @@
+#include "server/spoold_config.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <optional>
+#include <set>
+#include <sstream>
+
+#include <spool/config.h>
+
+#include <toml++/toml.h>
+
+namespace spool::http {
+namespace {
+
+// A value from the file or from an override, before it is checked.
+struct RawValue {
+  const toml::node* node = nullptr;  // from the file
+  std::optional<std::string> text;   // from an override
+};
+
+enum class Kind { kInteger, kString, kBool, kStringList };
+
+struct Key {
+  std::string name;
+  Kind kind;
+  int64_t min = 0;
+  int64_t max = 0;
+  // Sets the checked value on the target struct.
+  std::function<void(void* target, int64_t, const std::string&, bool,
+                     const std::vector<std::string>&)>
+      set;
+  std::function<std::string(const void* target)> render;
+};
+
+std::string Quote(std::string_view text) {
+  std::ostringstream out;
+  out << toml::value<std::string>(std::string(text));
+  return out.str();
+}
+
+template <class T, class Field>
+Key IntKey(std::string name, Field T::*field, int64_t min, int64_t max) {
+  Key key{std::move(name), Kind::kInteger, min, max, nullptr, nullptr};
+  key.set = [field](void* target, int64_t v, const std::string&, bool,
+                    const std::vector<std::string>&) {
+    static_cast<T*>(target)->*field = static_cast<Field>(v);
+  };
+  key.render = [field](const void* target) {
+    return std::to_string(static_cast<const T*>(target)->*field);
+  };
+  return key;
+}
+
+template <class T>
+Key MsKey(std::string name, std::chrono::milliseconds T::*field, int64_t min,
+          int64_t max) {
+  Key key{std::move(name), Kind::kInteger, min, max, nullptr, nullptr};
+  key.set = [field](void* target, int64_t v, const std::string&, bool,
+                    const std::vector<std::string>&) {
+    static_cast<T*>(target)->*field = std::chrono::milliseconds(v);
+  };
+  key.render = [field](const void* target) {
+    return std::to_string((static_cast<const T*>(target)->*field).count());
+  };
+  return key;
+}
+
+template <class T>
+Key StrKey(std::string name, std::string T::*field) {
+  Key key{std::move(name), Kind::kString, 0, 0, nullptr, nullptr};
+  key.set = [field](void* target, int64_t, const std::string& v, bool,
+                    const std::vector<std::string>&) {
+    static_cast<T*>(target)->*field = v;
+  };
+  key.render = [field](const void* target) {
+    return Quote(static_cast<const T*>(target)->*field);
+  };
+  return key;
+}
+
+const std::vector<Key>& ServerKeys() {
+  static const auto* const keys = new std::vector<Key>{
+      StrKey("listen", &ServerOptions::listen),
+      IntKey("threads", &ServerOptions::threads, 1, 64),
+      StrKey("token_file", &ServerOptions::token_file),
+      IntKey("max_body_bytes", &ServerOptions::max_body_bytes, 1,
+             int64_t{1} << 30),
+      IntKey("max_connections", &ServerOptions::max_connections, 1, 1'000'000),
+      MsKey("header_timeout_ms", &ServerOptions::header_timeout, 1, 86'400'000),
+      MsKey("body_timeout_ms", &ServerOptions::body_timeout, 1, 86'400'000),
+      MsKey("write_timeout_ms", &ServerOptions::write_timeout, 1, 86'400'000),
+      MsKey("sse_keepalive_ms", &ServerOptions::sse_keepalive, 1, 86'400'000),
+      IntKey("sse_replay_events", &ServerOptions::sse_replay_events, 0,
+             1'000'000),
+      IntKey("sse_max_queued_bytes", &ServerOptions::sse_max_queued_bytes, 4096,
+             int64_t{1} << 30),
+      MsKey("stop_timeout_ms", &ServerOptions::stop_timeout, 0, 86'400'000),
+  };
+  return *keys;
+}
+
+// Keys every [handlers.NAME] table takes, on HandlerSettings.
+const std::vector<Key>& HandlerKeys() {
+  static const auto* const keys = [] {
+    auto* v = new std::vector<Key>;
+    Key enabled{"enabled", Kind::kBool, 0, 0, nullptr, nullptr};
+    enabled.set = [](void* t, int64_t, const std::string&, bool b,
+                     const std::vector<std::string>&) {
+      static_cast<HandlerSettings*>(t)->enabled = b;
+    };
+    enabled.render = [](const void* t) {
+      return std::string(
+          static_cast<const HandlerSettings*>(t)->enabled ? "true" : "false");
+    };
+    v->push_back(enabled);
+    Key attempts{"max_attempts", Kind::kInteger, 1,
+                 1'000'000,      nullptr,        nullptr};
+    attempts.set = [](void* t, int64_t i, const std::string&, bool,
+                      const std::vector<std::string>&) {
+      static_cast<HandlerSettings*>(t)->max_attempts = static_cast<uint32_t>(i);
+    };
+    attempts.render = [](const void* t) {
+      const auto& s = *static_cast<const HandlerSettings*>(t);
+      return std::to_string(
+          s.max_attempts.value_or(RetryPolicy{}.max_attempts));
+    };
+    v->push_back(attempts);
+    v->push_back(
+        IntKey("max_concurrent", &HandlerSettings::max_concurrent, 0, 4096));
+    v->push_back(MsKey("timeout_ms", &HandlerSettings::timeout, 0, 86'400'000));
+    return v;
+  }();
+  return *keys;
+}
+
+// The extra keys of [handlers."http.post"], on HttpPostOptions.
+const std::vector<Key>& HttpPostKeys() {
+  static const auto* const keys = [] {
+    auto* v = new std::vector<Key>;
+    Key allow{"allow", Kind::kStringList, 0, 0, nullptr, nullptr};
+    allow.set = [](void* t, int64_t, const std::string&, bool,
+                   const std::vector<std::string>& list) {
+      static_cast<HttpPostOptions*>(t)->allow = list;
+    };
+    allow.render = [](const void* t) {
+      std::string out = "[";
+      for (const std::string& p :
+           static_cast<const HttpPostOptions*>(t)->allow) {
+        if (out.size() > 1) out += ", ";
+        out += Quote(p);
+      }
+      return out + "]";
+    };
+    v->push_back(allow);
+    v->push_back(StrKey("url", &HttpPostOptions::url));
+    v->push_back(StrKey("content_type", &HttpPostOptions::content_type));
+    v->push_back(MsKey("connect_timeout_ms", &HttpPostOptions::connect_timeout,
+                       1, 86'400'000));
+    v->push_back(IntKey("error_body_bytes", &HttpPostOptions::error_body_bytes,
+                        0, 65536));
+    return v;
+  }();
+  return *keys;
+}
+
+std::string Names(const std::vector<Key>& keys,
+                  const std::vector<Key>* more = nullptr) {
+  std::string out;
+  for (const auto* list : {&keys, more}) {
+    if (list == nullptr) continue;
+    for (const Key& k : *list) out += (out.empty() ? "" : ", ") + k.name;
+  }
+  return out;
+}
+
+Status Error(std::string_view source, const std::string& subject,
+             const std::string& reason, uint32_t line) {
+  std::string message = std::string(source) + ": " + subject + ": " + reason;
+  if (line > 0) message += " (line " + std::to_string(line) + ")";
+  return Status::InvalidArgument(message);
+}
+
+std::string Describe(const toml::node& node) {
+  std::ostringstream out;
+  if (node.is_table()) return "a table";
+  if (node.is_array()) return "an array";
+  node.visit([&out](const auto& v) { out << v; });
+  return out.str();
+}
+
+// Checks `raw` against `key` and sets it on `target`.
+Status Apply(const Key& key, const RawValue& raw, void* target,
+             std::string_view source, const std::string& subject,
+             uint32_t line) {
+  int64_t integer = 0;
+  std::string text;
+  bool flag = false;
+  std::vector<std::string> list;
+  auto got = [&]() {
+    return raw.node ? Describe(*raw.node) : Quote(raw.text.value_or(""));
+  };
+  switch (key.kind) {
+    case Kind::kInteger: {
+      bool ok = false;
+      if (raw.node) {
+        if (const auto* v = raw.node->as_integer()) {
+          integer = v->get();
+          ok = true;
+        }
+      } else {
+        std::string t;
+        for (char c : *raw.text) {
+          if (c != '_') t += c;
+        }
+        char* end = nullptr;
+        errno = 0;
+        long long v = std::strtoll(t.c_str(), &end, 10);
+        ok = !t.empty() && end == t.c_str() + t.size() && errno == 0;
+        integer = v;
+      }
+      if (!ok || integer < key.min || integer > key.max) {
+        return Error(source, subject,
+                     "expected an integer in [" + std::to_string(key.min) +
+                         ", " + std::to_string(key.max) + "], got " + got(),
+                     line);
+      }
+      break;
+    }
+    case Kind::kString:
+      if (raw.node) {
+        const auto* v = raw.node->as_string();
+        if (v == nullptr)
+          return Error(source, subject, "expected a string, got " + got(),
+                       line);
+        text = v->get();
+      } else {
+        text = *raw.text;
+      }
+      break;
+    case Kind::kBool:
+      if (raw.node) {
+        const auto* v = raw.node->as_boolean();
+        if (v == nullptr)
+          return Error(source, subject, "expected true or false, got " + got(),
+                       line);
+        flag = v->get();
+      } else if (*raw.text == "true" || *raw.text == "false") {
+        flag = *raw.text == "true";
+      } else {
+        return Error(source, subject, "expected true or false, got " + got(),
+                     line);
+      }
+      break;
+    case Kind::kStringList:
+      if (raw.node) {
+        const auto* array = raw.node->as_array();
+        if (array == nullptr) {
+          return Error(source, subject,
+                       "expected an array of strings, got " + got(), line);
+        }
+        for (const toml::node& item : *array) {
+          const auto* s = item.as_string();
+          if (s == nullptr) {
+            return Error(source, subject,
+                         "expected an array of strings, got " + Describe(item),
+                         line);
+          }
+          list.push_back(s->get());
+        }
+      } else {
+        std::string_view rest = *raw.text;
+        while (!rest.empty()) {
+          size_t comma = rest.find(',');
+          list.emplace_back(rest.substr(0, comma));
+          rest = comma == std::string_view::npos ? std::string_view()
+                                                 : rest.substr(comma + 1);
+        }
+      }
+      break;
+  }
+  key.set(target, integer, text, flag, list);
+  return Status::OK();
+}
+
+const Key* Find(const std::vector<Key>& keys, std::string_view name) {
+  for (const Key& k : keys) {
+    if (k.name == name) return &k;
+  }
+  return nullptr;
+}
+
+// The settings a handler name selects; null for an unknown handler.
+HandlerSettings* SettingsOf(BuiltinHandlersOptions* handlers,
+                            std::string_view name) {
+  if (name == kNoopHandler) return &handlers->noop;
+  if (name == kSleepHandler) return &handlers->sleep;
+  if (name == kHttpPostHandler) return &handlers->http_post;
+  return nullptr;
+}
+
+const char* kHandlerList = "noop, sleep and http.post";
+
+// Sets handlers.NAME.FIELD.
+Status ApplyHandlerKey(BuiltinHandlersOptions* handlers, std::string_view name,
+                       std::string_view field, const RawValue& raw,
+                       std::string_view source, uint32_t line) {
+  std::string subject = "handlers." + std::string(name);
+  if (name.find('.') != std::string_view::npos)
+    subject = "handlers.\"" + std::string(name) + "\"";
+  HandlerSettings* settings = SettingsOf(handlers, name);
+  if (settings == nullptr) {
+    return Error(source, subject,
+                 std::string("unknown handler; the built-in handlers are ") +
+                     kHandlerList,
+                 line);
+  }
+  subject += "." + std::string(field);
+  if (const Key* key = Find(HandlerKeys(), field)) {
+    return Apply(*key, raw, settings, source, subject, line);
+  }
+  if (name == kHttpPostHandler) {
+    if (const Key* key = Find(HttpPostKeys(), field)) {
+      return Apply(*key, raw, &handlers->http_post_options, source, subject,
+                   line);
+    }
+  }
+  const std::vector<Key>* more =
+      name == kHttpPostHandler ? &HttpPostKeys() : nullptr;
+  return Error(source, subject,
+               "unknown key; a [" + subject.substr(0, subject.rfind('.')) +
+                   "] table takes " + Names(HandlerKeys(), more),
+               line);
+}
+
+uint32_t LineOf(const toml::node& node) { return node.source().begin.line; }
+
+// Collects the header lines of every non-inline table under `table`.
+void HeaderLines(const toml::table& table, std::set<uint32_t>* lines) {
+  for (const auto& [key, node] : table) {
+    if (const toml::table* sub = node.as_table()) {
+      if (!sub->is_inline() && LineOf(*sub) > 0) lines->insert(LineOf(*sub));
+      HeaderLines(*sub, lines);
+    }
+  }
+}
+
+Status ParseTomlText(std::string_view text, std::string_view source,
+                     toml::table* root) {
+#if TOML_EXCEPTIONS
+  try {
+    *root = toml::parse(text, source);
+  } catch (const toml::parse_error& error) {
+    return Status::InvalidArgument(
+        std::string(source) +
+        ": syntax error: " + std::string(error.description()) + " (line " +
+        std::to_string(error.source().begin.line) + ")");
+  }
+#else
+  toml::parse_result result = toml::parse(text, source);
+  if (!result) {
+    return Status::InvalidArgument(
+        std::string(source) +
+        ": syntax error: " + std::string(result.error().description()) +
+        " (line " + std::to_string(result.error().source().begin.line) + ")");
+  }
+  *root = std::move(result).table();
+#endif
+  return Status::OK();
+}
+
+}  // namespace
+
+Status ParseSpooldConfig(std::string_view toml_text, std::string_view source,
+                         const std::vector<std::string>& overrides,
+                         SpooldConfig* config) {
+  toml::table root;
+  if (Status s = ParseTomlText(toml_text, source, &root); !s.ok()) return s;
+  SpooldConfig candidate = *config;
+
+  // The runtime's sections go to spool::ParseOptions with [server] and
+  // [handlers.*] blanked out line for line, so that its messages keep
+  // their line numbers.
+  std::set<uint32_t> headers, owned;
+  HeaderLines(root, &headers);
+  for (const char* section : {"server", "handlers"}) {
+    const toml::node* node = root.get(section);
+    if (node == nullptr) continue;
+    if (const toml::table* table = node->as_table()) {
+      if (LineOf(*table) > 0 && headers.count(LineOf(*table)))
+        owned.insert(LineOf(*table));
+      std::set<uint32_t> below;
+      HeaderLines(*table, &below);
+      owned.insert(below.begin(), below.end());
+    }
+  }
+  std::vector<std::string> lines;
+  {
+    std::string line;
+    std::istringstream in{std::string(toml_text)};
+    while (std::getline(in, line)) lines.push_back(line);
+  }
+  for (uint32_t start : owned) {
+    auto next = headers.upper_bound(start);
+    uint32_t end =
+        next == headers.end() ? static_cast<uint32_t>(lines.size()) : *next - 1;
+    for (uint32_t l = start; l <= end && l <= lines.size(); ++l)
+      lines[l - 1].clear();
+  }
+  std::string runtime_text;
+  for (const std::string& line : lines) runtime_text += line + "\n";
+
+  std::vector<std::string> runtime_overrides;
+  std::vector<std::string> own_overrides;
+  for (const std::string& o : overrides) {
+    bool own = o.rfind("server.", 0) == 0 || o.rfind("handlers.", 0) == 0;
+    (own ? own_overrides : runtime_overrides).push_back(o);
+  }
+  if (Status s = ParseOptions(runtime_text, source, runtime_overrides,
+                              &candidate.runtime);
+      !s.ok()) {
+    return s;
+  }
+
+  // [server]
+  if (const toml::node* node = root.get("server")) {
+    const toml::table* table = node->as_table();
+    if (table == nullptr)
+      return Error(source, "server", "expected a table [server]",
+                   LineOf(*node));
+    for (const auto& [key, value] : *table) {
+      std::string subject = "server." + std::string(key.str());
+      uint32_t line = key.source().begin.line;
+      const Key* spec = Find(ServerKeys(), key.str());
+      if (spec == nullptr) {
+        return Error(source, subject,
+                     "unknown key; [server] has " + Names(ServerKeys()), line);
+      }
+      RawValue raw;
+      raw.node = &value;
+      if (Status s =
+              Apply(*spec, raw, &candidate.server, source, subject, line);
+          !s.ok()) {
+        return s;
+      }
+    }
+  }
+  // [handlers.NAME]
+  if (const toml::node* node = root.get("handlers")) {
+    const toml::table* table = node->as_table();
+    if (table == nullptr) {
+      return Error(source, "handlers", "expected [handlers.NAME] tables",
+                   LineOf(*node));
+    }
+    for (const auto& [name, handler] : *table) {
+      const toml::table* fields = handler.as_table();
+      if (fields == nullptr) {
+        return Error(source, "handlers." + std::string(name.str()),
+                     "expected a table", name.source().begin.line);
+      }
+      if (fields->empty() &&
+          SettingsOf(&candidate.handlers, name.str()) == nullptr) {
+        return Error(
+            source, "handlers." + std::string(name.str()),
+            std::string("unknown handler; the built-in handlers are ") +
+                kHandlerList,
+            name.source().begin.line);
+      }
+      for (const auto& [field, value] : *fields) {
+        RawValue raw;
+        raw.node = &value;
+        if (Status s =
+                ApplyHandlerKey(&candidate.handlers, name.str(), field.str(),
+                                raw, source, field.source().begin.line);
+            !s.ok()) {
+          return s;
+        }
+      }
+    }
+  }
+  // Overrides of our own keys, in order.
+  for (const std::string& o : own_overrides) {
+    size_t eq = o.find('=');
+    if (eq == std::string::npos) {
+      return Status::InvalidArgument("override \"" + o +
+                                     "\": expected section.key=value");
+    }
+    std::string path = o.substr(0, eq);
+    RawValue raw;
+    raw.text = o.substr(eq + 1);
+    if (path.rfind("server.", 0) == 0) {
+      std::string name = path.substr(7);
+      const Key* spec = Find(ServerKeys(), name);
+      if (spec == nullptr) {
+        return Error("override", path,
+                     "unknown key; [server] has " + Names(ServerKeys()), 0);
+      }
+      if (Status s = Apply(*spec, raw, &candidate.server, "override", path, 0);
+          !s.ok())
+        return s;
+    } else {
+      std::string rest = path.substr(9);
+      size_t dot = rest.rfind('.');
+      if (dot == std::string::npos) {
+        return Error("override", path, "expected handlers.NAME.KEY=VALUE", 0);
+      }
+      if (Status s = ApplyHandlerKey(&candidate.handlers, rest.substr(0, dot),
+                                     rest.substr(dot + 1), raw, "override", 0);
+          !s.ok()) {
+        return s;
+      }
+    }
+  }
+  if (Status s = candidate.server.Validate(); !s.ok())
+    return s.WithContext(source);
+  *config = std::move(candidate);
+  return Status::OK();
+}
+
+Status LoadSpooldConfig(const std::string& path,
+                        const std::vector<std::string>& overrides,
+                        SpooldConfig* config) {
+  if (path.empty()) return ParseSpooldConfig("", "--set", overrides, config);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    if (errno == ENOENT)
+      return Status::NotFound("config file not found: " + path);
+    return Status::IOError(path + ": " + std::strerror(errno));
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  return ParseSpooldConfig(text.str(), path, overrides, config);
+}
+
+std::string DescribeSpooldConfig(const SpooldConfig& config) {
+  std::string out = DescribeOptions(config.runtime);
+  out += "\n[server]\n";
+  for (const Key& key : ServerKeys())
+    out += key.name + " = " + key.render(&config.server) + "\n";
+  auto handler = [&out](const char* title, const HandlerSettings& settings) {
+    out += std::string("\n[handlers.") + title + "]\n";
+    for (const Key& key : HandlerKeys()) {
+      if (key.name == "max_attempts" && !settings.max_attempts) continue;
+      out += key.name + " = " + key.render(&settings) + "\n";
+    }
+  };
+  handler("noop", config.handlers.noop);
+  handler("sleep", config.handlers.sleep);
+  handler("\"http.post\"", config.handlers.http_post);
+  for (const Key& key : HttpPostKeys()) {
+    out += key.name + " = " + key.render(&config.handlers.http_post_options) +
+           "\n";
+  }
+  return out;
+}
+
+}  // namespace spool::http

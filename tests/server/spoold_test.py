@@ -1,0 +1,498 @@
+#!/usr/bin/env python3
+"""spoold end to end: the real binary on a free loopback port, driven by
+real clients (curl for REST and SSE, promtool for /metrics, raw sockets for
+bad input), with a local HTTP endpoint for http.post.
+
+  spoold_test.py SPOOLD [unittest args]
+
+Every wait is bounded. Needs curl and promtool (scripts/install-deps).
+"""
+
+import http.server
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+
+SPOOLD = None
+TOKEN = "t0k3n-" + "ab" * 16
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Hook(http.server.BaseHTTPRequestHandler):
+    """The http.post target: /ok answers 200, /down 503, /gone 404."""
+    received = []
+
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        Hook.received.append((self.path, body))
+        code, text = {"/ok": (200, b"fine"), "/down": (503, b"down for maintenance"),
+                      "/gone": (404, b"no such hook here")}.get(self.path, (500, b"?"))
+        self.send_response(code)
+        self.send_header("Content-Length", str(len(text)))
+        self.end_headers()
+        self.wfile.write(text)
+
+    def log_message(self, *args):
+        pass
+
+
+def wait_for(predicate, timeout, what):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError("timed out after %ss waiting for %s" % (timeout, what))
+
+
+class Spoold:
+    def __init__(self, directory, port, hook_port):
+        self.directory, self.port, self.hook_port = directory, port, hook_port
+        self.process = None
+
+    def start(self):
+        args = [SPOOLD,
+                "--set", "storage.path=" + os.path.join(self.directory, "data"),
+                "--set", "server.listen=127.0.0.1:%d" % self.port,
+                "--set", "server.token_file=" + os.path.join(self.directory, "token"),
+                "--set", "server.max_body_bytes=4096",
+                "--set", "server.max_connections=16",
+                "--set", "server.header_timeout_ms=800",
+                "--set", "server.body_timeout_ms=800",
+                "--set", "server.sse_keepalive_ms=300",
+                "--set", "runtime.close_timeout_ms=3000",
+                "--set", "handlers.http.post.allow=http://127.0.0.1:%d/**" % self.hook_port,
+                "--set", "handlers.http.post.max_attempts=2",
+                "--set", "handlers.http.post.timeout_ms=2000"]
+        self.log = open(os.path.join(self.directory, "spoold.log"), "ab")
+        self.process = subprocess.Popen(args, stdout=self.log, stderr=self.log)
+        wait_for(lambda: self.ready(), 30, "spoold /readyz")
+
+    def ready(self):
+        if self.process.poll() is not None:
+            raise AssertionError("spoold exited with %s" % self.process.returncode)
+        try:
+            return curl(self, "/readyz")[0] == 200
+        except Exception:
+            return False
+
+    def stop(self, sig=signal.SIGTERM, timeout=20):
+        self.process.send_signal(sig)
+        try:
+            return self.process.wait(timeout)
+        finally:
+            self.log.close()
+
+
+def curl(server, path, method="GET", body=None, token=TOKEN, headers=(), timeout=10):
+    """(status, parsed JSON or text) through the curl binary."""
+    args = ["curl", "-s", "-S", "-X", method, "-o", "-", "-w", "\n%{http_code}",
+            "--max-time", str(timeout), "http://127.0.0.1:%d%s" % (server.port, path)]
+    if token:
+        args += ["-H", "Authorization: Bearer " + token]
+    for h in headers:
+        args += ["-H", h]
+    if body is not None:
+        args += ["-H", "Content-Type: application/json", "--data-binary", "@-"]
+    data = body if isinstance(body, (bytes, type(None))) else json.dumps(body).encode()
+    out = subprocess.run(args, input=data, capture_output=True, timeout=timeout + 5)
+    text, _, code = out.stdout.decode().rpartition("\n")
+    try:
+        return int(code), json.loads(text)
+    except ValueError:
+        return int(code), text
+
+
+class SpooldTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="spoold-test-")
+        token_path = os.path.join(cls.dir, "token")
+        with open(token_path, "w") as f:
+            f.write(TOKEN + "\n")
+        os.chmod(token_path, 0o600)
+        cls.hook = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hook)
+        threading.Thread(target=cls.hook.serve_forever, daemon=True).start()
+        cls.server = Spoold(cls.dir, free_port(), cls.hook.server_address[1])
+        cls.server.start()
+
+    @classmethod
+    def tearDownClass(cls):
+        if cls.server.process.poll() is None:
+            cls.server.stop(signal.SIGKILL)
+        cls.hook.shutdown()
+        shutil.rmtree(cls.dir, ignore_errors=True)
+
+    def enqueue(self, task):
+        code, body = curl(self.server, "/v1/tasks", "POST", task)
+        self.assertEqual(code, 201, body)
+        return body["id"]
+
+    def wait_status(self, task_id, statuses, timeout=15):
+        def check():
+            code, task = curl(self.server, "/v1/tasks/%d" % task_id)
+            return task if code == 200 and task["status"] in statuses else None
+        return wait_for(check, timeout, "task %d to be %s" % (task_id, statuses))
+
+    def assertError(self, result, code, error_code, mentions=None):
+        status, body = result
+        self.assertEqual(status, code, body)
+        self.assertEqual(set(body), {"error"}, body)
+        self.assertEqual(body["error"]["code"], error_code, body)
+        if mentions:
+            self.assertIn(mentions, body["error"]["message"])
+
+    def test_00_config_and_token_checks(self):
+        def run(*args):
+            out = subprocess.run([SPOOLD] + list(args), capture_output=True, timeout=30)
+            return out.returncode, out.stdout.decode() + out.stderr.decode()
+        bad = os.path.join(self.dir, "bad.toml")
+        with open(bad, "w") as f:
+            f.write('[server]\nlisten = "127.0.0.1:1"\nmax_conections = 5\n')
+        rc, text = run("--config", bad)
+        self.assertEqual(rc, 2)
+        self.assertIn("server.max_conections: unknown key", text)
+        self.assertIn("(line 3)", text)
+        with open(bad, "w") as f:
+            f.write('[handlers."http.pots"]\nallow = []\n')
+        rc, text = run("--config", bad)
+        self.assertIn('handlers."http.pots": unknown handler', text)
+        rc, text = run("--set", "runtime.workerz=1")
+        self.assertIn("runtime.workerz", text)
+        printed = os.path.join(self.dir, "printed.toml")
+        rc, text = run("--set", "server.threads=2", "--print-config")
+        self.assertEqual(rc, 0, text)
+        with open(printed, "w") as f:
+            f.write(text)
+        self.assertEqual(run("--config", printed, "--print-config")[1], text)
+        loose = os.path.join(self.dir, "loose-token")
+        with open(loose, "w") as f:
+            f.write(TOKEN + "\n")
+        os.chmod(loose, 0o644)
+        rc, text = run("--set", "server.token_file=" + loose,
+                       "--set", "storage.path=" + os.path.join(self.dir, "unused"),
+                       "--set", "server.listen=127.0.0.1:0")
+        self.assertEqual(rc, 1)
+        self.assertIn("mode 0644", text)
+        self.assertIn("chmod 600", text)
+
+    def test_01_health_and_page(self):
+        self.assertEqual(curl(self.server, "/healthz")[0], 200)
+        self.assertEqual(curl(self.server, "/readyz")[1], {"status": "ready"})
+        code, page = curl(self.server, "/")
+        self.assertEqual(code, 200)
+        self.assertIn("<title>spoold</title>", page)
+
+    def test_02_rest(self):
+        s = self.server
+        first = self.enqueue({"type": "noop", "payload": "hello", "group": "g1"})
+        self.wait_status(first, {"succeeded"})
+        code, task = curl(s, "/v1/tasks/%d" % first)
+        self.assertEqual((code, task["type"], task["group"]), (200, "noop", "g1"))
+        # Dedup: 200 with the active task's id.
+        held = self.enqueue({"type": "sleep", "payload": "1", "delay_ms": 600000,
+                             "dedup_key": "k1", "priority": 5})
+        code, again = curl(s, "/v1/tasks", "POST", {"type": "sleep", "dedup_key": "k1"})
+        self.assertEqual((code, again["id"]), (200, held), again)
+        # Batch: atomic, all or none.
+        code, batch = curl(s, "/v1/tasks:batch", "POST",
+                           {"tasks": [{"type": "noop"}, {"type": "sleep", "payload": 5}]})
+        self.assertEqual(code, 201, batch)
+        self.assertEqual(len(batch["ids"]), 2)
+        code, refused = curl(s, "/v1/tasks:batch", "POST",
+                             {"tasks": [{"type": "noop"}, {"type": "missing"}]})
+        self.assertEqual(code, 404, refused)
+        # Listing: the stored JSON bytes, filters, limit and cursor.
+        code, page = curl(s, "/v1/tasks?type=noop&limit=1")
+        self.assertEqual(code, 200, page)
+        self.assertEqual(len(page["tasks"]), 1)
+        self.assertTrue(page["next_cursor"])
+        code, page2 = curl(s, "/v1/tasks?type=noop&limit=1&cursor=" + page["next_cursor"])
+        self.assertEqual(code, 200, page2)
+        self.assertGreater(page2["tasks"][0]["id"], page["tasks"][0]["id"])
+        code, pending = curl(s, "/v1/tasks?status=pending&group=")
+        self.assertIn(held, [t["id"] for t in pending["tasks"]])
+        # Counts.
+        code, counts = curl(s, "/v1/counts")
+        self.assertEqual(code, 200)
+        self.assertEqual(set(counts), {"by_status", "by_type"})
+        self.assertGreaterEqual(counts["by_status"]["pending"], 1)
+        self.assertGreaterEqual(counts["by_type"]["noop"]["succeeded"], 1)
+        # Cancel, history, retry.
+        code, cancelled = curl(s, "/v1/tasks/%d/cancel" % held, "POST")
+        self.assertEqual((code, cancelled["status"]), (200, "cancelled"), cancelled)
+        code, history = curl(s, "/v1/tasks/%d/history" % held)
+        self.assertEqual((code, history["status"]), (200, "cancelled"), history)
+        code, retried = curl(s, "/v1/tasks/%d/retry" % held, "POST",
+                             {"retry": {"kind": "fixed", "max_attempts": 2,
+                                        "initial_delay_ms": 10, "max_delay_ms": 10}})
+        self.assertEqual(code, 200, retried)
+        self.assertError(curl(s, "/v1/tasks/%d/retry" % first, "POST"), 409,
+                         "failed_precondition")
+        # Pause and resume a type.
+        self.assertEqual(curl(s, "/v1/types/noop/pause", "POST")[1],
+                         {"type": "noop", "paused": True})
+        paused = self.enqueue({"type": "noop"})
+        time.sleep(0.3)
+        self.assertEqual(curl(s, "/v1/tasks/%d" % paused)[1]["status"], "pending")
+        self.assertEqual(curl(s, "/v1/types/noop/resume", "POST")[0], 200)
+        self.wait_status(paused, {"succeeded"})
+        # Purge.
+        code, purged = curl(s, "/v1/purge", "POST", {"statuses": ["succeeded"], "types": ["noop"]})
+        self.assertEqual(code, 200, purged)
+        self.assertGreaterEqual(purged["deleted"], 2)
+        self.assertError(curl(s, "/v1/tasks/%d" % first), 404, "not_found")
+
+    def test_03_bad_requests(self):
+        s = self.server
+        self.assertError(curl(s, "/v1/tasks", "POST", {"type": "noop"}, token=None), 401,
+                         "unauthorized")
+        self.assertError(curl(s, "/v1/tasks", "POST", {"type": "noop"}, token="x" * 38), 401,
+                         "unauthorized")
+        self.assertError(curl(s, "/v1/purge", "POST", token=None), 401, "unauthorized")
+        self.assertError(curl(s, "/v1/tasks", "POST", {"type": "noop", "payload": "x" * 5000}),
+                         413, "payload_too_large")
+        self.assertError(curl(s, "/v1/tasks", "POST", b'{"type": "noop",'), 400,
+                         "invalid_argument", "malformed JSON")
+        self.assertError(curl(s, "/v1/tasks", "POST", {"type": "noop", "colour": "red"}), 400,
+                         "invalid_argument", "colour")
+        self.assertError(curl(s, "/v1/tasks", "POST", {"type": "noop", "priority": "high"}),
+                         400, "invalid_argument", "priority")
+        self.assertError(curl(s, "/v1/tasks:batch", "POST",
+                              {"tasks": [{"type": "noop"}, {"type": "noop", "delay": 1}]}),
+                         400, "invalid_argument", "tasks[1].delay")
+        self.assertError(curl(s, "/v1/tasks", "POST", {"payload": "x"}), 400,
+                         "invalid_argument", "type")
+        self.assertError(curl(s, "/v1/tasks", "POST", {"type": "no.such.type"}), 404,
+                         "not_found", "no.such.type")
+        self.assertError(curl(s, "/v1/tasks/987654321"), 404, "not_found")
+        self.assertError(curl(s, "/v1/tasks/abc"), 400, "invalid_argument")
+        self.assertError(curl(s, "/v1/tasks?status=sleepy"), 400, "invalid_argument", "status")
+        self.assertError(curl(s, "/v1/tasks?colour=red"), 400, "invalid_argument", "colour")
+        self.assertError(curl(s, "/v1/nowhere"), 404, "not_found")
+        self.assertError(curl(s, "/v1/counts", "DELETE"), 405, "method_not_allowed")
+
+    def test_04_max_connections(self):
+        s = self.server
+        sockets = []
+        try:
+            for _ in range(16):
+                sockets.append(socket.create_connection(("127.0.0.1", s.port), timeout=5))
+            time.sleep(0.2)
+            self.assertError(curl(s, "/v1/counts"), 503, "too_many_connections")
+        finally:
+            for sock in sockets:
+                sock.close()
+        wait_for(lambda: curl(s, "/v1/counts")[0] == 200, 10, "a free connection slot")
+
+    def test_05_events(self):
+        s = self.server
+        args = ["curl", "-s", "-N", "--max-time", "20",
+                "http://127.0.0.1:%d/v1/events" % s.port]
+        stream = subprocess.Popen(args, stdout=subprocess.PIPE)
+        lines = []
+
+        def reader():
+            for line in stream.stdout:
+                lines.append(line.decode().rstrip("\n"))
+        threading.Thread(target=reader, daemon=True).start()
+        try:
+            def events(name):
+                out = []
+                for i, line in enumerate(lines):
+                    if line == "event: " + name and i + 1 < len(lines):
+                        self.assertTrue(lines[i - 1].startswith("id: "), lines[i - 1])
+                        out.append(json.loads(lines[i + 1][len("data: "):]))
+                return out
+            first = wait_for(lambda: events("counts"), 10, "event: counts")[0]
+            self.assertEqual(set(first), {"by_status", "by_type"})
+            self.assertEqual(first, curl(s, "/v1/counts")[1])
+            task = self.enqueue({"type": "noop", "payload": "sse"})
+            kinds = wait_for(
+                lambda: {e["kind"] for e in events("task") if e["id"] == task} >=
+                {"enqueued", "started", "succeeded"} and events("task"), 10, "task events")
+            mine = [e for e in kinds if e["id"] == task]
+            self.assertEqual(mine[0]["type"], "noop")
+            self.assertIn("at", mine[0])
+            wait_for(lambda: any(c != first for c in events("counts")), 10, "a counts change")
+            wait_for(lambda: ": keep-alive" in lines, 5, "a keep-alive comment")
+        finally:
+            stream.kill()
+            stream.wait(5)
+        # Resume: the events after a Last-Event-ID come again.
+        ids = [l[4:] for l in lines if l.startswith("id: ")]
+        task_ids = [lines[i - 1][4:] for i, l in enumerate(lines) if l == "event: task"]
+        out = subprocess.run(["curl", "-s", "-N", "--max-time", "2", "-H",
+                              "Last-Event-ID: " + task_ids[0],
+                              "http://127.0.0.1:%d/v1/events" % s.port],
+                             capture_output=True, timeout=10).stdout.decode()
+        self.assertIn("id: " + task_ids[1] + "\nevent: task", out)
+        self.assertNotIn("id: " + task_ids[0] + "\nevent: task", out)
+        out = subprocess.run(["curl", "-s", "-N", "--max-time", "2", "-H",
+                              "Last-Event-ID: 00000000-5",
+                              "http://127.0.0.1:%d/v1/events" % s.port],
+                             capture_output=True, timeout=10).stdout.decode()
+        self.assertIn("event: reset", out)
+        self.assertTrue(ids)
+        # A live task and a live listing.
+        task = self.enqueue({"type": "sleep", "payload": "300"})
+        out = subprocess.run(["curl", "-s", "-N", "--max-time", "3",
+                              "http://127.0.0.1:%d/v1/events?task=%d&status=running&type=sleep"
+                              % (s.port, task)],
+                             capture_output=True, timeout=10).stdout.decode()
+        self.assertIn("event: task_state", out)
+        self.assertIn("event: list", out)
+        self.assertIn('"status":"succeeded"', out)
+
+    def test_06_metrics(self):
+        code, text = curl(self.server, "/metrics")
+        self.assertEqual(code, 200)
+        check = subprocess.run(["promtool", "check", "metrics"], input=text.encode(),
+                               capture_output=True, timeout=30)
+        self.assertEqual(check.returncode, 0, check.stdout + check.stderr)
+        self.assertIn("spoold_http_requests_total", text)
+
+    def test_07_raw_socket_abuse(self):
+        s = self.server
+        kept = self.enqueue({"type": "sleep", "payload": "1", "delay_ms": 600000})
+
+        def exchange(data, wait=2.0):
+            sock = socket.create_connection(("127.0.0.1", s.port), timeout=5)
+            try:
+                try:
+                    sock.sendall(data)
+                    sock.shutdown(socket.SHUT_WR)
+                except OSError:
+                    pass  # the server answered and closed before all was sent
+                sock.settimeout(wait)
+                out = b""
+                while True:
+                    try:
+                        chunk = sock.recv(4096)
+                    except ConnectionResetError:
+                        return out
+                    if not chunk:
+                        return out
+                    out += chunk
+            except socket.timeout:
+                return out
+            finally:
+                sock.close()
+        self.assertIn(b"400", exchange(b"GARBAGE\r\n\r\n"))
+        self.assertIn(b"400", exchange(b"GET / HTTP/1.1\r\nHost x\r\n\r\n"))
+        exchange(b"POST /v1/tasks HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"ty")
+        exchange(b"GET /v1/counts HTTP/1.1\r\nHo")
+        exchange(bytes(range(256)) * 8)
+        self.assertIn(b"413", exchange(b"POST /v1/tasks HTTP/1.1\r\nHost: x\r\n"
+                                       b"Content-Length: 999999\r\n\r\n"))
+        self.assertIn(b"400", exchange(b"GET / HTTP/1.1\r\nHost: x\r\n" + b"X: " +
+                                       b"a" * 20000 + b"\r\n\r\n"))
+        # Slow loris: a header that never ends is cut off at header_timeout.
+        sock = socket.create_connection(("127.0.0.1", s.port), timeout=5)
+        start = time.monotonic()
+        sock.sendall(b"GET /v1/counts HTTP/1.1\r\n")
+        try:
+            for _ in range(20):
+                sock.sendall(b"X-Slow: 1\r\n")
+                time.sleep(0.2)
+                if time.monotonic() - start > 4:
+                    break
+        except OSError:
+            pass
+        sock.settimeout(5)
+        try:
+            self.assertEqual(sock.recv(100), b"")
+        except ConnectionResetError:
+            pass
+        self.assertLess(time.monotonic() - start, 4)
+        sock.close()
+        # A slow body too.
+        sock = socket.create_connection(("127.0.0.1", s.port), timeout=5)
+        sock.sendall(b"POST /v1/tasks HTTP/1.1\r\nHost: x\r\nContent-Length: 50\r\n\r\n{")
+        sock.settimeout(5)
+        start = time.monotonic()
+        try:
+            self.assertEqual(sock.recv(100), b"")
+        except ConnectionResetError:
+            pass
+        self.assertLess(time.monotonic() - start, 3)
+        sock.close()
+        # Still serving, nothing lost.
+        code, task = curl(s, "/v1/tasks/%d" % kept)
+        self.assertEqual((code, task["status"]), (200, "pending"))
+        self.assertEqual(curl(s, "/readyz")[0], 200)
+
+    def test_08_http_post(self):
+        base = "http://127.0.0.1:%d" % self.hook.server_address[1]
+        ok = self.enqueue({"type": "http.post",
+                           "payload": {"url": base + "/ok", "body": {"n": 1}}})
+        down = self.enqueue({"type": "http.post",
+                             "payload": {"url": base + "/down", "body": "x"},
+                             "retry": {"kind": "fixed", "max_attempts": 2,
+                                       "initial_delay_ms": 50, "max_delay_ms": 50}})
+        gone = self.enqueue({"type": "http.post", "payload": {"url": base + "/gone"}})
+        outside = self.enqueue({"type": "http.post",
+                                "payload": {"url": "http://127.0.0.2:1/ok"}})
+        self.wait_status(ok, {"succeeded"})
+        self.assertIn(("/ok", b'{"n":1}'), Hook.received)
+        task = self.wait_status(down, {"failed"})
+        self.assertEqual(task["attempts"], 2)
+        self.assertIn("HTTP 503", task["last_error"])
+        self.assertIn("down for maintenance", task["last_error"])
+        task = self.wait_status(gone, {"failed"})
+        self.assertEqual(task["attempts"], 1)
+        self.assertIn("HTTP 404", task["last_error"])
+        self.assertIn("no such hook here", task["last_error"])
+        history = curl(self.server, "/v1/tasks/%d/history" % gone)[1]
+        self.assertIn("no such hook", history["failures"][0]["error"])
+        task = self.wait_status(outside, {"failed"})
+        self.assertEqual(task["attempts"], 1)
+        self.assertIn("allow", task["last_error"])
+
+    def test_09_sigterm_and_restart(self):
+        s = self.server
+        acknowledged = []
+        stop = threading.Event()
+
+        def client():
+            while not stop.is_set():
+                try:
+                    code, body = curl(s, "/v1/tasks", "POST",
+                                      {"type": "sleep", "payload": "1", "delay_ms": 600000},
+                                      timeout=5)
+                except Exception:
+                    continue
+                if code == 201:
+                    acknowledged.append(body["id"])
+        threads = [threading.Thread(target=client) for _ in range(4)]
+        for t in threads:
+            t.start()
+        wait_for(lambda: len(acknowledged) >= 20, 20, "20 acknowledged enqueues")
+        rc = s.stop(signal.SIGTERM)
+        stop.set()
+        for t in threads:
+            t.join(20)
+        self.assertEqual(rc, 0)
+        s.start()
+        for task_id in acknowledged:
+            code, task = curl(s, "/v1/tasks/%d" % task_id)
+            self.assertEqual(code, 200, (task_id, task))
+
+
+if __name__ == "__main__":
+    SPOOLD = sys.argv.pop(1)
+    unittest.main(verbosity=2)
