@@ -36,6 +36,20 @@ bool AttemptControl::WaitForCancel(Duration timeout) const {
   return cancelled_cv_.wait_for(lock, timeout, [this] { return cancelled(); });
 }
 
+void AttemptControl::RequestStop() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_requested_.store(true, std::memory_order_release);
+  }
+  cancelled_cv_.notify_all();
+}
+
+bool AttemptControl::WaitForCancelOrStop(Duration timeout) const {
+  std::unique_lock<std::mutex> lock(mutex_);
+  return cancelled_cv_.wait_for(
+      lock, timeout, [this] { return cancelled() || stop_requested(); });
+}
+
 void AttemptControl::ReportProgress(double progress) {
   if (progress_) progress_->Set(id_, progress);
 }
@@ -85,6 +99,14 @@ bool TaskContext::cancelled() const {
 
 bool TaskContext::WaitForCancel(Duration timeout) const {
   return control_ != nullptr && control_->WaitForCancel(timeout);
+}
+
+bool TaskContext::stopping() const {
+  return control_ != nullptr && control_->stop_requested();
+}
+
+bool TaskContext::WaitForCancelOrStop(Duration timeout) const {
+  return control_ != nullptr && control_->WaitForCancelOrStop(timeout);
 }
 
 void TaskContext::ReportProgress(double progress) {

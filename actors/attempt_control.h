@@ -54,6 +54,16 @@ class AttemptControl {
   bool cancelled() const { return cancelled_.load(std::memory_order_acquire); }
   bool WaitForCancel(Duration timeout) const;
 
+  // Close began: sets the stop flag and wakes WaitForCancelOrStop.
+  // Idempotent.
+  void RequestStop();
+  bool stop_requested() const {
+    return stop_requested_.load(std::memory_order_acquire);
+  }
+  // Waits until cancelled(), stop_requested() or `timeout` passes; returns
+  // whether either flag is set.
+  bool WaitForCancelOrStop(Duration timeout) const;
+
   void ReportProgress(double progress);
   // Forgets the progress once the attempt ends.
   void ClearProgress();
@@ -71,6 +81,7 @@ class AttemptControl {
   const TaskId id_;
   const std::shared_ptr<ProgressBoard> progress_;
   std::atomic<bool> cancelled_{false};
+  std::atomic<bool> stop_requested_{false};
   std::atomic<int64_t> started_us_{0};
   mutable std::mutex mutex_;
   mutable std::condition_variable cancelled_cv_;

@@ -137,6 +137,12 @@ Outcome RunAttempt(const HandlerRegistry& registry, const ClaimedTask& task,
     if (control != nullptr) outcome.handoff_reference = control->handoff();
     return outcome;
   }
+  if (control != nullptr && control->stop_requested() &&
+      !control->cancelled()) {
+    // Gave up because the runtime is closing: the task goes back.
+    outcome.stopped = true;
+    return outcome;
+  }
   ShapeFailure(options, control, &outcome);
   return outcome;
 }

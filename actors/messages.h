@@ -224,6 +224,10 @@ struct Outcome {
   // not count; a cancelled task ends cancelled, any other goes back to the
   // queue in its place.
   bool started = true;
+  // The handler returned an error after Close asked it to stop
+  // (TaskContext::stopping): as with an unstarted claim, the attempt does
+  // not count and the task goes back to the queue.
+  bool stopped = false;
   // The worker could not read the task's spec (`status` says why): the
   // task is set aside, as a state that fails to read is.
   bool unreadable = false;

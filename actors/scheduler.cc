@@ -745,9 +745,13 @@ scheduler_actor::behavior_type SchedulerBehavior(Self self,
         ScheduleDispatch(self);
       },
       [self](stop_atom, Completion& done) {
-        self->state.stopping = true;
-        self->state.stops.push_back(std::move(done));
+        auto& s = self->state;
+        s.stopping = true;
+        s.stops.push_back(std::move(done));
         Recall(self, [](const ClaimedTask&) { return true; });
+        // What is still running has started: its handler hears of the
+        // stop through TaskContext::stopping.
+        for (auto& [id, run] : s.running) run.control->RequestStop();
         ScheduleDispatch(self);
       },
       [self](pause_atom, const std::string& type, bool paused) {

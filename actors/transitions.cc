@@ -210,7 +210,7 @@ void ReturnUnstarted(storage::StateRecord* record, int64_t now_us) {
 
 void Settle(storage::StateRecord* record, const Outcome& outcome,
             int64_t now_us, double unit_random) {
-  if (!outcome.started) {
+  if (!outcome.started || outcome.stopped) {
     ReturnUnstarted(record, now_us);
     return;
   }

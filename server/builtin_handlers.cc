@@ -202,8 +202,14 @@ Status RegisterBuiltinHandlers(Runtime* runtime,
           Result<std::chrono::milliseconds> ms =
               ParseSleepPayload(task.payload());
           if (!ms.ok()) return ms.status();
-          // Wakes at once when the task is cancelled or times out.
-          if (task.WaitForCancel(std::chrono::duration_cast<Duration>(*ms))) {
+          // Wakes at once when the task is cancelled or times out, or when
+          // spoold stops: then the error gives the task back to the queue
+          // without spending its attempt (TaskContext::stopping).
+          if (task.WaitForCancelOrStop(
+                  std::chrono::duration_cast<Duration>(*ms))) {
+            if (task.stopping() && !task.cancelled()) {
+              return Status::Aborted("sleep: spoold is stopping");
+            }
             return Status::Cancelled("sleep: cancelled");
           }
           return Status::OK();

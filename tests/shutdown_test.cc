@@ -173,6 +173,74 @@ TEST(ShutdownTest, CloseTimesOutOnAStuckHandlerAndTheTaskIsRecovered) {
   *release = true;
 }
 
+// Graceful shutdown: Close tells running handlers at once
+// (TaskContext::stopping). One that gives up with an error puts its task
+// back without spending an attempt or leaving a failure; one that finishes
+// anyway succeeds its task. Close does not wait for close_timeout.
+TEST(ShutdownTest, StoppingHandlersGiveTheirTasksBackWithoutSpendingAnAttempt) {
+  TempDir dir;
+  Options options = DiskOptions(dir);
+  options.close_timeout = 20s;
+  auto runtime = OpenOrDie(options);
+  std::atomic<int> waiting{0};
+  std::atomic<int> saw_stopping{0};
+  HandlerOptions retry;
+  retry.retry = RetryPolicy::Fixed(5, 0ms);
+  auto wait_for_stop = [&](TaskContext& context) {
+    if (context.attempt() == 1 && context.payload() == "fail first") {
+      return Status::IOError("first attempt fails");
+    }
+    ++waiting;
+    if (!context.WaitForCancelOrStop(kWait)) return Status::TimedOut("never");
+    if (context.stopping()) ++saw_stopping;
+    if (context.payload() == "finish anyway") return Status::OK();
+    return Status::Aborted("stopping");
+  };
+  ASSERT_TRUE(runtime->RegisterHandler("wait", wait_for_stop, retry).ok());
+  auto give_back = Await(runtime->Enqueue("wait", "give back").stored);
+  auto finish = Await(runtime->Enqueue("wait", "finish anyway").stored);
+  auto retried = Await(runtime->Enqueue("wait", "fail first").stored);
+  ASSERT_TRUE(give_back.ok() && finish.ok() && retried.ok());
+  ASSERT_TRUE(runtime->Start().ok());
+  auto deadline = std::chrono::steady_clock::now() + kWait;
+  while (waiting.load() < 3 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(1ms);
+  }
+  ASSERT_EQ(waiting.load(), 3);
+
+  auto began = std::chrono::steady_clock::now();
+  ASSERT_TRUE(Await(runtime->Close()).ok());
+  EXPECT_LT(std::chrono::steady_clock::now() - began, 10s);
+  EXPECT_EQ(saw_stopping.load(), 3);
+  runtime.reset();
+
+  runtime = OpenOrDie(options);
+  auto back = Await(runtime->GetTask(*give_back));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->status, TaskStatus::kPending);
+  EXPECT_EQ(back->attempts, 0u);
+  EXPECT_TRUE(back->last_error.empty()) << back->last_error;
+  auto history = Await(runtime->GetFailureHistory(*give_back));
+  ASSERT_TRUE(history.ok());
+  EXPECT_TRUE(history->failures.empty());
+
+  EXPECT_EQ(Await(runtime->GetTask(*finish))->status, TaskStatus::kSucceeded);
+
+  // Its first attempt failed and counts; the stopped second one does not.
+  auto again = Await(runtime->GetTask(*retried));
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->status, TaskStatus::kRetryScheduled);
+  EXPECT_EQ(again->attempts, 1u);
+
+  ASSERT_TRUE(runtime->RegisterHandler("wait", Ok, retry).ok());
+  ASSERT_TRUE(runtime->Start().ok());
+  ASSERT_TRUE(Await(runtime->Drain()).ok());
+  EXPECT_EQ(Await(runtime->GetTask(*give_back))->attempts, 1u);
+  EXPECT_EQ(Await(runtime->GetTask(*retried))->attempts, 2u);
+  EXPECT_EQ(Await(runtime->GetTask(*retried))->status, TaskStatus::kSucceeded);
+  ASSERT_TRUE(Await(runtime->Close()).ok());
+}
+
 // Destroying a runtime without Close, with enqueues in flight and handlers
 // running, closes it: every acknowledged task is stored, none is left
 // running, and none that succeeded runs again.

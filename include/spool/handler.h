@@ -51,6 +51,20 @@ class TaskContext {
   // Waits until cancelled() or `timeout` passes; returns cancelled().
   bool WaitForCancel(Duration timeout) const;
 
+  // True once Runtime::Close began (graceful shutdown). A handler that can
+  // stop early should: if it returns an error while stopping() is true (and
+  // the task was not cancelled), the attempt does not count and the task
+  // goes back to the queue in its place, to run again at the next Start,
+  // like a claim that never started. Returning OK still succeeds the task.
+  // Close waits for handlers up to runtime.close_timeout_ms either way.
+  bool stopping() const;
+
+  // Waits until cancelled(), stopping() or `timeout` passes; returns
+  // whether the task was cancelled or the runtime is stopping. For
+  // handlers that wait on something and want to give the task back at
+  // shutdown.
+  bool WaitForCancelOrStop(Duration timeout) const;
+
   // Reports progress, e.g. a fraction in [0, 1]; readable through
   // Runtime::Progress while the attempt runs. Kept in memory only.
   void ReportProgress(double progress);
