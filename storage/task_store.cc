@@ -319,6 +319,12 @@ Status TaskStore::Open(const StoreOptions& options,
         "an in-memory store (durability \"memory\") cannot be opened "
         "read-only: no other process can hold it");
   }
+  if (!options.read_only && options.read_scope != ReadOnlyScope::kAll) {
+    return Status::InvalidArgument(
+        std::string("read scope \"") + ReadOnlyScopeName(options.read_scope) +
+        "\" is for read-only opens only; a store opened for writing opens "
+        "every family");
+  }
   std::unique_ptr<TaskStore> result(new TaskStore(options));
   Status s = result->OpenDb();
   if (!s.ok()) return s;
@@ -529,9 +535,16 @@ Status TaskStore::OpenDb() {
   std::vector<rocksdb::ColumnFamilyDescriptor> descriptors;
   descriptors.emplace_back(rocksdb::kDefaultColumnFamilyName,
                            rocksdb::ColumnFamilyOptions());
+  // A counts-only reader opens `meta` alone (StoreOptions::read_scope); a
+  // secondary may open a subset of the families.
+  bool counts_only =
+      options_.read_only && options_.read_scope == ReadOnlyScope::kCounts;
+  std::vector<ColumnFamily> opened;
   for (size_t i = 0; i < static_cast<size_t>(ColumnFamily::kCount); ++i) {
-    descriptors.emplace_back(
-        kFamilyNames[i], FamilyOptions(static_cast<ColumnFamily>(i), cache));
+    auto family = static_cast<ColumnFamily>(i);
+    if (counts_only && family != ColumnFamily::kMeta) continue;
+    descriptors.emplace_back(kFamilyNames[i], FamilyOptions(family, cache));
+    opened.push_back(family);
   }
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* db = nullptr;
@@ -552,8 +565,19 @@ Status TaskStore::OpenDb() {
   }
   db_.reset(db);
   default_handle_ = handles[0];
-  for (size_t i = 0; i < handles_.size(); ++i) handles_[i] = handles[i + 1];
+  for (size_t i = 0; i < opened.size(); ++i) {
+    handles_[static_cast<size_t>(opened[i])] = handles[i + 1];
+  }
   return Status::OK();
+}
+
+Status TaskStore::CheckFamily(ColumnFamily family) const {
+  if (HasFamily(family)) return Status::OK();
+  return Status::FailedPrecondition(
+      "storage " + options_.path + " is open read-only for its counts only " +
+      "(read scope \"" + ReadOnlyScopeName(options_.read_scope) +
+      "\"), which does not open the " + ColumnFamilyName(family) +
+      " family: reading it needs a read-only open of scope \"all\"");
 }
 
 Status TaskStore::LoadMeta() {
@@ -845,6 +869,7 @@ Status TaskStore::GetTaskLocked(ColumnFamily family, TaskId id, TaskBytes* task,
                                 Status* opened) const {
   task->Clear();
   *opened = Status::OK();
+  if (Status s = CheckFamily(family); !s.ok()) return s;
   rocksdb::ReadOptions ro;
   ro.snapshot = snapshot;
   // The spec and the state in one batched lookup; the failure history, when
@@ -932,6 +957,7 @@ Status TaskStore::GetEntry(ColumnFamily family, std::string_view key,
 Status TaskStore::GetEntryLocked(ColumnFamily family, std::string_view key,
                                  std::string* value,
                                  const rocksdb::Snapshot* snapshot) const {
+  if (Status s = CheckFamily(family); !s.ok()) return s;
   rocksdb::ReadOptions ro;
   ro.snapshot = snapshot;
   rocksdb::Status rs = db_->Get(ro, Handle(family), AsSlice(key), value);
@@ -942,6 +968,7 @@ Status TaskStore::GetEntryLocked(ColumnFamily family, std::string_view key,
 Status TaskStore::GetStoredLocked(ColumnFamily family, std::string_view key,
                                   std::string* bytes,
                                   const rocksdb::Snapshot* snapshot) const {
+  if (Status s = CheckFamily(family); !s.ok()) return s;
   rocksdb::ReadOptions ro;
   ro.snapshot = snapshot;
   rocksdb::Status rs = db_->Get(ro, Handle(family), AsSlice(key), bytes);
@@ -963,6 +990,7 @@ Status TaskStore::Scan(ColumnFamily family, std::string_view prefix,
 Status TaskStore::ScanLocked(ColumnFamily family, std::string_view prefix,
                              std::string_view start, const IndexVisitor& visit,
                              const rocksdb::Snapshot* snapshot) const {
+  if (Status s = CheckFamily(family); !s.ok()) return s;
   rocksdb::ReadOptions ro;
   ro.snapshot = snapshot;
   // The upper bound stops the iterator at the prefix's end, even over
