@@ -106,10 +106,11 @@ int LoadFor(const Common& common, spool::Options* options) {
   return kExitOk;
 }
 
-int OpenReadOnly(const Common& common,
-                 std::unique_ptr<spool::Runtime>* runtime) {
+int OpenReadOnly(const Common& common, std::unique_ptr<spool::Runtime>* runtime,
+                 spool::ReadOnlyScope scope = spool::ReadOnlyScope::kAll) {
   spool::Options options;
   if (int rc = LoadFor(common, &options); rc != kExitOk) return rc;
+  options.read_only_scope = scope;
   spool::Status s = spool::Runtime::OpenReadOnly(options, runtime);
   if (!s.ok()) return FailStatus(s);
   return kExitOk;
@@ -186,7 +187,12 @@ uint64_t DirectoryBytes(const std::string& dir) {
 
 int Stats(const Common& common) {
   std::unique_ptr<spool::Runtime> runtime;
-  if (int rc = OpenReadOnly(common, &runtime); rc != kExitOk) return rc;
+  // The counts alone: on a live queue the open replays only the holder's
+  // writes of them, not its whole unflushed log (docs/cli.md).
+  if (int rc = OpenReadOnly(common, &runtime, spool::ReadOnlyScope::kCounts);
+      rc != kExitOk) {
+    return rc;
+  }
   auto by_status_future = runtime->CountByStatus();
   auto by_type_future = runtime->CountByType();
   const auto& by_status = by_status_future.Wait();

@@ -46,6 +46,17 @@ inline Status ReadOnlyError(std::string_view call) {
       " is refused; it needs the directory opened with Runtime::Open");
 }
 
+// What every query that reads tasks or indexes returns on a runtime opened
+// read-only for the counts alone (ReadOnlyScope::kCounts); `call` names it.
+inline Status CountsOnlyError(std::string_view call) {
+  return Status::FailedPrecondition(
+      "the runtime is open read-only for the task counts only "
+      "(Options::read_only_scope = ReadOnlyScope::kCounts), which loads no "
+      "task and no index: " +
+      std::string(call) +
+      " is refused; it needs Runtime::OpenReadOnly with ReadOnlyScope::kAll");
+}
+
 // A future already resolved with `status`, for a call refused before it
 // reached an actor.
 template <class T>
@@ -113,12 +124,20 @@ class RuntimeImpl final : public Runtime {
   class CallGuard {
    public:
     explicit CallGuard(RuntimeImpl* runtime);
+    // For a query that reads tasks or indexes, named by `call`: refused()
+    // also when the runtime is open for the counts only.
+    CallGuard(RuntimeImpl* runtime, std::string_view call);
     ~CallGuard();
     bool closed() const { return closed_; }
+    // Whether the call must fail at once, and with what (refusal()):
+    // ClosedError, or CountsOnlyError.
+    bool refused() const { return !refusal_.ok(); }
+    const Status& refusal() const { return refusal_; }
 
    private:
     RuntimeImpl* runtime_;
     bool closed_;
+    Status refusal_;
   };
 
   RuntimeImpl(const Options& options, TestHooks hooks, bool read_only);
@@ -191,6 +210,9 @@ class RuntimeImpl final : public Runtime {
   TestHooks hooks_;
   // Opened by Runtime::OpenReadOnly: no writer, scheduler or workers exist.
   const bool read_only_;
+  // Opened read-only with ReadOnlyScope::kCounts: the store opened `meta`
+  // alone, and the queries of tasks are refused (CountsOnlyError).
+  const bool counts_only_;
   std::shared_ptr<Clock> clock_;
   std::shared_ptr<Executor> executor_;
   // Set when the runtime made its own executor; shut down at close.

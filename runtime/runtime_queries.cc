@@ -458,8 +458,8 @@ std::shared_ptr<const storage::JsonPayloadTypes> RuntimeImpl::JsonTypes(
 // ---- One-shot queries ----
 
 Future<TaskPage> RuntimeImpl::ListTasks(const TaskQuery& query) {
-  CallGuard guard(this);
-  if (guard.closed()) return Failed<TaskPage>(ClosedError(), executor_);
+  CallGuard guard(this, "ListTasks");
+  if (guard.refused()) return Failed<TaskPage>(guard.refusal(), executor_);
   storage::ListSpec spec;
   Status s = storage::ParseTaskQuery(query, &spec);
   if (!s.ok()) return Failed<TaskPage>(s, executor_);
@@ -482,8 +482,8 @@ Future<TaskPage> RuntimeImpl::ListTasks(const TaskQuery& query) {
 }
 
 Future<std::string> RuntimeImpl::ListTasksJson(const TaskQuery& query) {
-  CallGuard guard(this);
-  if (guard.closed()) return Failed<std::string>(ClosedError(), executor_);
+  CallGuard guard(this, "ListTasksJson");
+  if (guard.refused()) return Failed<std::string>(guard.refusal(), executor_);
   storage::ListSpec spec;
   Status s = storage::ParseTaskQuery(query, &spec);
   if (!s.ok()) return Failed<std::string>(s, executor_);
@@ -499,8 +499,8 @@ Future<std::string> RuntimeImpl::ListTasksJson(const TaskQuery& query) {
 }
 
 Future<std::string> RuntimeImpl::GetTaskJson(TaskId id) {
-  CallGuard guard(this);
-  if (guard.closed()) return Failed<std::string>(ClosedError(), executor_);
+  CallGuard guard(this, "GetTaskJson");
+  if (guard.refused()) return Failed<std::string>(guard.refusal(), executor_);
   return RunQuery<std::string>(
       [id, json_types = JsonTypes(nullptr)](
           const TaskStore::ReadView& view) -> Result<std::string> {
@@ -524,9 +524,9 @@ Future<TypeCounts> RuntimeImpl::CountByType() {
 }
 
 Future<ConsistencyReport> RuntimeImpl::CheckConsistency() {
-  CallGuard guard(this);
-  if (guard.closed()) {
-    return Failed<ConsistencyReport>(ClosedError(), executor_);
+  CallGuard guard(this, "CheckConsistency");
+  if (guard.refused()) {
+    return Failed<ConsistencyReport>(guard.refusal(), executor_);
   }
   return RunQuery<ConsistencyReport>(
       [](const TaskStore::ReadView& view) -> Result<ConsistencyReport> {
@@ -564,8 +564,9 @@ Future<ConsistencyReport> RuntimeImpl::CheckConsistency() {
 }
 
 Future<FailureHistory> RuntimeImpl::GetFailureHistory(TaskId id) {
-  CallGuard guard(this);
-  if (guard.closed()) return Failed<FailureHistory>(ClosedError(), executor_);
+  CallGuard guard(this, "GetFailureHistory");
+  if (guard.refused())
+    return Failed<FailureHistory>(guard.refusal(), executor_);
   return RunQuery<FailureHistory>(
       [id](const TaskStore::ReadView& view) -> Result<FailureHistory> {
         FailureHistory history;
@@ -577,8 +578,8 @@ Future<FailureHistory> RuntimeImpl::GetFailureHistory(TaskId id) {
 
 Future<std::optional<TaskInfo>> RuntimeImpl::OldestTask(TaskStatus status) {
   using Out = std::optional<TaskInfo>;
-  CallGuard guard(this);
-  if (guard.closed()) return Failed<Out>(ClosedError(), executor_);
+  CallGuard guard(this, "OldestTask");
+  if (guard.refused()) return Failed<Out>(guard.refusal(), executor_);
   if (static_cast<size_t>(status) >= kTaskStatusCount) {
     return Failed<Out>(Status::InvalidArgument("status is out of range"),
                        executor_);
@@ -592,8 +593,8 @@ Future<std::optional<TaskInfo>> RuntimeImpl::OldestTask(TaskStatus status) {
 
 Future<std::optional<TaskInfo>> RuntimeImpl::NextDueTask() {
   using Out = std::optional<TaskInfo>;
-  CallGuard guard(this);
-  if (guard.closed()) return Failed<Out>(ClosedError(), executor_);
+  CallGuard guard(this, "NextDueTask");
+  if (guard.refused()) return Failed<Out>(guard.refusal(), executor_);
   return RunQuery<Out>([](const TaskStore::ReadView& view) {
     std::optional<TaskId> id;
     Status s = storage::NextDue(view, &id);

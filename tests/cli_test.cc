@@ -222,6 +222,87 @@ TEST(ReadOnlyOpen, SeesALiveQueueGrowAndRefusesMutations) {
   EXPECT_TRUE(runtime->Close().Wait().ok());
 }
 
+// Waits at most 30 s for `future`; a timeout fails the test and yields an
+// Aborted result, so that no test hangs on a query.
+template <class T>
+Result<T> Bounded(const Future<T>& future) {
+  if (!future.WaitFor(30s)) {
+    ADD_FAILURE() << "a query did not finish within 30 s";
+    return Status::Aborted("timed out");
+  }
+  return future.Wait();
+}
+
+TEST(ReadOnlyOpen, CountsScopeReadsALiveQueuesCountsAndRefusesTheRest) {
+  TempDir dir;
+  std::string path = dir.Sub("queue");
+  LiveQueue live(path, 200);
+  ASSERT_TRUE(live.ready());
+
+  Options options;
+  options.path = path;
+  options.read_only_scope = ReadOnlyScope::kCounts;
+  std::unique_ptr<Runtime> runtime;
+  Status s = Runtime::OpenReadOnly(options, &runtime);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  auto total = [&] {
+    Result<StatusCounts> counts = Bounded(runtime->CountByStatus());
+    EXPECT_TRUE(counts.ok()) << counts.status().ToString();
+    uint64_t sum = 0;
+    if (counts.ok()) {
+      for (uint64_t n : counts->by_status) sum += n;
+    }
+    return sum;
+  };
+  uint64_t first = total();
+  EXPECT_GE(first, 200u);
+  // Each query catches up with the holder, as with the full scope.
+  EXPECT_TRUE(WaitUntil([&] { return total() >= first + 20; }, 20s));
+  Result<TypeCounts> by_type = Bounded(runtime->CountByType());
+  ASSERT_TRUE(by_type.ok()) << by_type.status().ToString();
+  ASSERT_EQ(by_type->count("work"), 1u);
+  EXPECT_GE(
+      by_type->at("work").by_status[static_cast<size_t>(TaskStatus::kPending)] +
+          by_type->at("work")
+              .by_status[static_cast<size_t>(TaskStatus::kSucceeded)],
+      180u);
+
+  // Every query of tasks or indexes is refused at once, naming itself and
+  // the scope; mutations as on any read-only runtime.
+  auto refused = [](const Status& status, const std::string& call) {
+    EXPECT_TRUE(status.IsFailedPrecondition()) << status.ToString();
+    EXPECT_NE(status.message().find(call), std::string::npos)
+        << status.ToString();
+    EXPECT_NE(status.message().find("kCounts"), std::string::npos)
+        << status.ToString();
+  };
+  refused(Bounded(runtime->GetTask(1)).status(), "GetTask");
+  refused(Bounded(runtime->GetTaskJson(1)).status(), "GetTaskJson");
+  refused(Bounded(runtime->ListTasks(TaskQuery{})).status(), "ListTasks");
+  refused(Bounded(runtime->ListTasksJson(TaskQuery{})).status(),
+          "ListTasksJson");
+  refused(Bounded(runtime->GetFailureHistory(1)).status(), "GetFailureHistory");
+  refused(Bounded(runtime->OldestTask(TaskStatus::kPending)).status(),
+          "OldestTask");
+  refused(Bounded(runtime->NextDueTask()).status(), "NextDueTask");
+  refused(Bounded(runtime->CheckConsistency()).status(), "CheckConsistency");
+  refused(Bounded(runtime->ListSetAside(10)).status(), "ListSetAside");
+  Status enqueue = Bounded(runtime->Enqueue("work", "x").stored).status();
+  EXPECT_TRUE(enqueue.IsFailedPrecondition()) << enqueue.ToString();
+  EXPECT_TRUE(Bounded(runtime->Close()).ok());
+
+  // The scope is for read-only opens only.
+  TempDir other;
+  Options writable;
+  writable.path = other.Sub("queue");
+  writable.read_only_scope = ReadOnlyScope::kCounts;
+  s = Runtime::Open(writable, &runtime);
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  EXPECT_NE(s.message().find("read_only_scope"), std::string::npos)
+      << s.ToString();
+  EXPECT_FALSE(std::filesystem::exists(writable.path));
+}
+
 TEST(ReadOnlyOpen, MissingDirectoryIsNotFoundAndNotCreated) {
   TempDir dir;
   Options options;

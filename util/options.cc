@@ -42,6 +42,16 @@ const char* PlaintextRecordsName(PlaintextRecords value) {
   return "invalid";
 }
 
+const char* ReadOnlyScopeName(ReadOnlyScope scope) {
+  switch (scope) {
+    case ReadOnlyScope::kAll:
+      return "all";
+    case ReadOnlyScope::kCounts:
+      return "counts";
+  }
+  return "invalid";
+}
+
 Status Options::Validate() const {
   auto bad = [](const std::string& what) {
     return Status::InvalidArgument(what);
@@ -49,6 +59,10 @@ Status Options::Validate() const {
   if (path.empty()) return bad("storage.path must not be empty");
   if (static_cast<int>(durability) > static_cast<int>(Durability::kMemory)) {
     return bad("storage.durability is out of range");
+  }
+  if (static_cast<int>(read_only_scope) >
+      static_cast<int>(ReadOnlyScope::kCounts)) {
+    return bad("read_only_scope is out of range");
   }
   if (max_payload_bytes == 0)
     return bad("storage.max_payload_bytes must be > 0");
