@@ -308,13 +308,13 @@ int List(const Common& common, const ListFlags& flags) {
 }
 
 // For the commands about one task: its id, checked, and DIR opened
-// read-only.
+// read-only, without the index (which they do not read).
 int OpenForTask(const Common& common, const std::string& id_text,
                 spool::TaskId* id, std::unique_ptr<spool::Runtime>* runtime) {
   std::optional<spool::TaskId> parsed = ParseId(id_text);
   if (!parsed) return BadId(id_text);
   *id = *parsed;
-  return OpenReadOnly(common, runtime);
+  return OpenReadOnly(common, runtime, spool::ReadOnlyScope::kTasks);
 }
 
 int Show(const Common& common, const std::string& id_text) {
@@ -443,7 +443,12 @@ bool SplitPage(std::string_view page, std::string* lines, std::string* cursor,
 
 int Export(const Common& common, size_t page_size) {
   std::unique_ptr<spool::Runtime> runtime;
-  if (int rc = OpenReadOnly(common, &runtime); rc != kExitOk) return rc;
+  // Every task in id order reads the tasks alone: on a live queue the open
+  // then replays none of the holder's index writes (docs/cli.md).
+  if (int rc = OpenReadOnly(common, &runtime, spool::ReadOnlyScope::kTasks);
+      rc != kExitOk) {
+    return rc;
+  }
   spool::TaskQuery query;
   query.limit = page_size;
   std::string lines;

@@ -160,7 +160,7 @@ void RuntimeImpl::CompactAfterReencrypt(Promise<ReencryptResult> promise,
 
 Future<std::vector<SetAsideTask>> RuntimeImpl::ListSetAside(size_t limit) {
   using List = std::vector<SetAsideTask>;
-  CallGuard guard(this, "ListSetAside");
+  CallGuard guard(this, "ListSetAside", QueryReads::kTasks);
   if (guard.refused()) return Failed<List>(guard.refusal(), executor_);
   auto promise = NewPromise<List>();
   actors::ReadJob job;

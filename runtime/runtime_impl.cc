@@ -98,9 +98,23 @@ RuntimeImpl::CallGuard::CallGuard(RuntimeImpl* runtime) : runtime_(runtime) {
   if (closed_) refusal_ = ClosedError();
 }
 
-RuntimeImpl::CallGuard::CallGuard(RuntimeImpl* runtime, std::string_view call)
+RuntimeImpl::CallGuard::CallGuard(RuntimeImpl* runtime, std::string_view call,
+                                  QueryReads reads)
     : CallGuard(runtime) {
-  if (!closed_ && runtime_->counts_only_) refusal_ = CountsOnlyError(call);
+  ReadOnlyScope scope = runtime_->scope_;
+  bool loaded = scope == ReadOnlyScope::kAll ||
+                (scope == ReadOnlyScope::kTasks && reads == QueryReads::kTasks);
+  if (!closed_ && !loaded) refusal_ = ScopeError(call, scope);
+}
+
+Status ScopeError(std::string_view call, ReadOnlyScope scope) {
+  bool counts = scope == ReadOnlyScope::kCounts;
+  return Status::FailedPrecondition(
+      std::string("the runtime is open read-only with ReadOnlyScope::") +
+      (counts ? "kCounts, which loads the task counts alone: "
+              : "kTasks, which loads no index: ") +
+      std::string(call) + " is refused; it needs Runtime::OpenReadOnly with " +
+      (counts ? "ReadOnlyScope::kTasks or kAll" : "ReadOnlyScope::kAll"));
 }
 
 RuntimeImpl::CallGuard::~CallGuard() {
@@ -112,8 +126,7 @@ RuntimeImpl::RuntimeImpl(const Options& options, TestHooks hooks,
     : options_(options),
       hooks_(std::move(hooks)),
       read_only_(read_only),
-      counts_only_(read_only &&
-                   options.read_only_scope == ReadOnlyScope::kCounts),
+      scope_(read_only ? options.read_only_scope : ReadOnlyScope::kAll),
       registry_(std::make_shared<actors::HandlerRegistry>()) {}
 
 Status RuntimeImpl::Open(const Options& options, TestHooks hooks,
@@ -606,7 +619,7 @@ BatchTicket RuntimeImpl::EnqueueMany(std::vector<TaskSpec> tasks, bool chain) {
 }
 
 Future<TaskInfo> RuntimeImpl::GetTask(TaskId id) {
-  CallGuard guard(this, "GetTask");
+  CallGuard guard(this, "GetTask", QueryReads::kTasks);
   if (guard.refused()) return Failed<TaskInfo>(guard.refusal(), executor_);
   auto promise = NewPromise<TaskInfo>();
   actors::ReadJob job;

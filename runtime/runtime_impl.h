@@ -46,16 +46,15 @@ inline Status ReadOnlyError(std::string_view call) {
       " is refused; it needs the directory opened with Runtime::Open");
 }
 
-// What every query that reads tasks or indexes returns on a runtime opened
-// read-only for the counts alone (ReadOnlyScope::kCounts); `call` names it.
-inline Status CountsOnlyError(std::string_view call) {
-  return Status::FailedPrecondition(
-      "the runtime is open read-only for the task counts only "
-      "(Options::read_only_scope = ReadOnlyScope::kCounts), which loads no "
-      "task and no index: " +
-      std::string(call) +
-      " is refused; it needs Runtime::OpenReadOnly with ReadOnlyScope::kAll");
-}
+// What a query needs of the store beyond the counts.
+enum class QueryReads : uint8_t {
+  kTasks,  // tasks by id, or every task in id order
+  kIndex,  // the index too: listings by status, type or group, and the rest
+};
+
+// What a query returns on a runtime opened read-only with a scope that
+// lacks what it reads (Options::read_only_scope); `call` names it.
+Status ScopeError(std::string_view call, ReadOnlyScope scope);
 
 // A future already resolved with `status`, for a call refused before it
 // reached an actor.
@@ -124,13 +123,13 @@ class RuntimeImpl final : public Runtime {
   class CallGuard {
    public:
     explicit CallGuard(RuntimeImpl* runtime);
-    // For a query that reads tasks or indexes, named by `call`: refused()
-    // also when the runtime is open for the counts only.
-    CallGuard(RuntimeImpl* runtime, std::string_view call);
+    // For a query, named by `call`, that reads `reads`: refused() also when
+    // the runtime's read-only scope does not load it.
+    CallGuard(RuntimeImpl* runtime, std::string_view call, QueryReads reads);
     ~CallGuard();
     bool closed() const { return closed_; }
     // Whether the call must fail at once, and with what (refusal()):
-    // ClosedError, or CountsOnlyError.
+    // ClosedError, or ScopeError.
     bool refused() const { return !refusal_.ok(); }
     const Status& refusal() const { return refusal_; }
 
@@ -210,9 +209,9 @@ class RuntimeImpl final : public Runtime {
   TestHooks hooks_;
   // Opened by Runtime::OpenReadOnly: no writer, scheduler or workers exist.
   const bool read_only_;
-  // Opened read-only with ReadOnlyScope::kCounts: the store opened `meta`
-  // alone, and the queries of tasks are refused (CountsOnlyError).
-  const bool counts_only_;
+  // What the store opened (Options::read_only_scope; kAll for Open): the
+  // queries that read more are refused (ScopeError).
+  const ReadOnlyScope scope_;
   std::shared_ptr<Clock> clock_;
   std::shared_ptr<Executor> executor_;
   // Set when the runtime made its own executor; shut down at close.

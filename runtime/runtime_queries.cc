@@ -386,6 +386,14 @@ Result<std::optional<TaskInfo>> TaskOrNothing(const TaskStore::ReadView& view,
   return std::optional<TaskInfo>(BuildInfo(task.view()));
 }
 
+// A listing without a filter walks the tasks in id order; any filter
+// walks the index.
+QueryReads ListReads(const TaskQuery& query) {
+  bool filtered =
+      query.status.has_value() || !query.type.empty() || !query.group.empty();
+  return filtered ? QueryReads::kIndex : QueryReads::kTasks;
+}
+
 }  // namespace
 
 // ---- Plumbing ----
@@ -458,7 +466,7 @@ std::shared_ptr<const storage::JsonPayloadTypes> RuntimeImpl::JsonTypes(
 // ---- One-shot queries ----
 
 Future<TaskPage> RuntimeImpl::ListTasks(const TaskQuery& query) {
-  CallGuard guard(this, "ListTasks");
+  CallGuard guard(this, "ListTasks", ListReads(query));
   if (guard.refused()) return Failed<TaskPage>(guard.refusal(), executor_);
   storage::ListSpec spec;
   Status s = storage::ParseTaskQuery(query, &spec);
@@ -482,7 +490,7 @@ Future<TaskPage> RuntimeImpl::ListTasks(const TaskQuery& query) {
 }
 
 Future<std::string> RuntimeImpl::ListTasksJson(const TaskQuery& query) {
-  CallGuard guard(this, "ListTasksJson");
+  CallGuard guard(this, "ListTasksJson", ListReads(query));
   if (guard.refused()) return Failed<std::string>(guard.refusal(), executor_);
   storage::ListSpec spec;
   Status s = storage::ParseTaskQuery(query, &spec);
@@ -499,7 +507,7 @@ Future<std::string> RuntimeImpl::ListTasksJson(const TaskQuery& query) {
 }
 
 Future<std::string> RuntimeImpl::GetTaskJson(TaskId id) {
-  CallGuard guard(this, "GetTaskJson");
+  CallGuard guard(this, "GetTaskJson", QueryReads::kTasks);
   if (guard.refused()) return Failed<std::string>(guard.refusal(), executor_);
   return RunQuery<std::string>(
       [id, json_types = JsonTypes(nullptr)](
@@ -524,7 +532,7 @@ Future<TypeCounts> RuntimeImpl::CountByType() {
 }
 
 Future<ConsistencyReport> RuntimeImpl::CheckConsistency() {
-  CallGuard guard(this, "CheckConsistency");
+  CallGuard guard(this, "CheckConsistency", QueryReads::kIndex);
   if (guard.refused()) {
     return Failed<ConsistencyReport>(guard.refusal(), executor_);
   }
@@ -564,7 +572,7 @@ Future<ConsistencyReport> RuntimeImpl::CheckConsistency() {
 }
 
 Future<FailureHistory> RuntimeImpl::GetFailureHistory(TaskId id) {
-  CallGuard guard(this, "GetFailureHistory");
+  CallGuard guard(this, "GetFailureHistory", QueryReads::kTasks);
   if (guard.refused())
     return Failed<FailureHistory>(guard.refusal(), executor_);
   return RunQuery<FailureHistory>(
@@ -578,7 +586,7 @@ Future<FailureHistory> RuntimeImpl::GetFailureHistory(TaskId id) {
 
 Future<std::optional<TaskInfo>> RuntimeImpl::OldestTask(TaskStatus status) {
   using Out = std::optional<TaskInfo>;
-  CallGuard guard(this, "OldestTask");
+  CallGuard guard(this, "OldestTask", QueryReads::kIndex);
   if (guard.refused()) return Failed<Out>(guard.refusal(), executor_);
   if (static_cast<size_t>(status) >= kTaskStatusCount) {
     return Failed<Out>(Status::InvalidArgument("status is out of range"),
@@ -593,7 +601,7 @@ Future<std::optional<TaskInfo>> RuntimeImpl::OldestTask(TaskStatus status) {
 
 Future<std::optional<TaskInfo>> RuntimeImpl::NextDueTask() {
   using Out = std::optional<TaskInfo>;
-  CallGuard guard(this, "NextDueTask");
+  CallGuard guard(this, "NextDueTask", QueryReads::kIndex);
   if (guard.refused()) return Failed<Out>(guard.refusal(), executor_);
   return RunQuery<Out>([](const TaskStore::ReadView& view) {
     std::optional<TaskId> id;

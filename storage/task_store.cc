@@ -535,14 +535,19 @@ Status TaskStore::OpenDb() {
   std::vector<rocksdb::ColumnFamilyDescriptor> descriptors;
   descriptors.emplace_back(rocksdb::kDefaultColumnFamilyName,
                            rocksdb::ColumnFamilyOptions());
-  // A counts-only reader opens `meta` alone (StoreOptions::read_scope); a
-  // secondary may open a subset of the families.
-  bool counts_only =
-      options_.read_only && options_.read_scope == ReadOnlyScope::kCounts;
+  // A reader of a narrower scope opens only the families it reads
+  // (StoreOptions::read_scope); a secondary may open a subset of them.
+  ReadOnlyScope scope =
+      options_.read_only ? options_.read_scope : ReadOnlyScope::kAll;
   std::vector<ColumnFamily> opened;
   for (size_t i = 0; i < static_cast<size_t>(ColumnFamily::kCount); ++i) {
     auto family = static_cast<ColumnFamily>(i);
-    if (counts_only && family != ColumnFamily::kMeta) continue;
+    if (scope == ReadOnlyScope::kCounts && family != ColumnFamily::kMeta) {
+      continue;
+    }
+    if (scope == ReadOnlyScope::kTasks && family == ColumnFamily::kIndex) {
+      continue;
+    }
     descriptors.emplace_back(kFamilyNames[i], FamilyOptions(family, cache));
     opened.push_back(family);
   }
@@ -574,9 +579,9 @@ Status TaskStore::OpenDb() {
 Status TaskStore::CheckFamily(ColumnFamily family) const {
   if (HasFamily(family)) return Status::OK();
   return Status::FailedPrecondition(
-      "storage " + options_.path + " is open read-only for its counts only " +
-      "(read scope \"" + ReadOnlyScopeName(options_.read_scope) +
-      "\"), which does not open the " + ColumnFamilyName(family) +
+      "storage " + options_.path + " is open read-only with read scope \"" +
+      ReadOnlyScopeName(options_.read_scope) + "\", which does not open the " +
+      ColumnFamilyName(family) +
       " family: reading it needs a read-only open of scope \"all\"");
 }
 

@@ -141,7 +141,8 @@ struct StoreOptions {
   // only the holder's writes there: RocksDB skips the log's records for
   // families a secondary did not open (it still reads and decodes them).
   // Every read of `tasks`, `index` or `corrupt` then fails with
-  // FailedPrecondition. Anything but kAll without read_only is refused.
+  // FailedPrecondition. kTasks opens every family but `index`, whose reads
+  // fail so. Anything but kAll without read_only is refused.
   ReadOnlyScope read_scope = ReadOnlyScope::kAll;
 };
 
@@ -169,7 +170,8 @@ class TaskStore {
   bool read_only() const { return options_.read_only; }
 
   // Whether `family` is open: every family, except in a read-only store of
-  // scope kCounts, which opens `meta` alone (StoreOptions::read_scope).
+  // scope kCounts (`meta` alone) or kTasks (all but `index`); see
+  // StoreOptions::read_scope.
   bool HasFamily(ColumnFamily family) const {
     return Handle(family) != nullptr;
   }
@@ -437,7 +439,7 @@ class TaskStore {
   // could not read), so that both set a task aside the same way.
   Status StageSetAside(TaskId id, rocksdb::WriteBatch* batch) const;
   // OK when `family` is open (HasFamily); else FailedPrecondition naming it
-  // and the counts-only open that left it closed. Every read checks it
+  // and the read scope that left it closed. Every read checks it
   // before RocksDB is given the family's handle.
   Status CheckFamily(ColumnFamily family) const;
   rocksdb::ColumnFamilyHandle* Handle(ColumnFamily family) const {

@@ -303,6 +303,58 @@ TEST(ReadOnlyOpen, CountsScopeReadsALiveQueuesCountsAndRefusesTheRest) {
   EXPECT_FALSE(std::filesystem::exists(writable.path));
 }
 
+TEST(ReadOnlyOpen, TasksScopeReadsTasksOfALiveQueueAndRefusesTheIndex) {
+  TempDir dir;
+  std::string path = dir.Sub("queue");
+  LiveQueue live(path, 200);
+  ASSERT_TRUE(live.ready());
+
+  Options options;
+  options.path = path;
+  options.read_only_scope = ReadOnlyScope::kTasks;
+  std::unique_ptr<Runtime> runtime;
+  Status s = Runtime::OpenReadOnly(options, &runtime);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  Result<TaskInfo> task = Bounded(runtime->GetTask(1));
+  ASSERT_TRUE(task.ok()) << task.status().ToString();
+  EXPECT_EQ(task->payload, "payload 0");
+  EXPECT_TRUE(Bounded(runtime->GetTaskJson(1)).ok());
+  EXPECT_TRUE(Bounded(runtime->GetFailureHistory(1)).ok());
+  EXPECT_TRUE(Bounded(runtime->ListSetAside(10)).ok());
+  Result<TaskPage> page = Bounded(runtime->ListTasks(TaskQuery{}));
+  ASSERT_TRUE(page.ok()) << page.status().ToString();
+  EXPECT_EQ(page->tasks.size(), 100u);
+  EXPECT_EQ(page->tasks.front().id, 1u);
+  // Later pages see the tasks the holder stored after the open.
+  TaskQuery all;
+  all.limit = 10000;
+  Result<std::string> json = Bounded(runtime->ListTasksJson(all));
+  ASSERT_TRUE(json.ok()) << json.status().ToString();
+  EXPECT_GE(nlohmann::json::parse(*json)["tasks"].size(), 200u);
+  Result<StatusCounts> counts = Bounded(runtime->CountByStatus());
+  EXPECT_TRUE(counts.ok()) << counts.status().ToString();
+
+  auto refused = [](const Status& status, const std::string& call) {
+    EXPECT_TRUE(status.IsFailedPrecondition()) << status.ToString();
+    EXPECT_NE(status.message().find(call), std::string::npos)
+        << status.ToString();
+    EXPECT_NE(status.message().find("kTasks, which loads no index"),
+              std::string::npos)
+        << status.ToString();
+  };
+  TaskQuery by_status;
+  by_status.status = TaskStatus::kSucceeded;
+  refused(Bounded(runtime->ListTasks(by_status)).status(), "ListTasks");
+  TaskQuery by_type;
+  by_type.type = "work";
+  refused(Bounded(runtime->ListTasksJson(by_type)).status(), "ListTasksJson");
+  refused(Bounded(runtime->OldestTask(TaskStatus::kPending)).status(),
+          "OldestTask");
+  refused(Bounded(runtime->NextDueTask()).status(), "NextDueTask");
+  refused(Bounded(runtime->CheckConsistency()).status(), "CheckConsistency");
+  EXPECT_TRUE(Bounded(runtime->Close()).ok());
+}
+
 TEST(ReadOnlyOpen, MissingDirectoryIsNotFoundAndNotCreated) {
   TempDir dir;
   Options options;

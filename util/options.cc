@@ -46,6 +46,8 @@ const char* ReadOnlyScopeName(ReadOnlyScope scope) {
   switch (scope) {
     case ReadOnlyScope::kAll:
       return "all";
+    case ReadOnlyScope::kTasks:
+      return "tasks";
     case ReadOnlyScope::kCounts:
       return "counts";
   }
@@ -61,7 +63,7 @@ Status Options::Validate() const {
     return bad("storage.durability is out of range");
   }
   if (static_cast<int>(read_only_scope) >
-      static_cast<int>(ReadOnlyScope::kCounts)) {
+      static_cast<int>(ReadOnlyScope::kTasks)) {
     return bad("read_only_scope is out of range");
   }
   if (max_payload_bytes == 0)
