@@ -23,6 +23,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <memory>
@@ -405,11 +406,15 @@ bool SplitPage(std::string_view page, std::string* lines, std::string* cursor,
   for (; i < page.size(); ++i) {
     char c = page[i];
     if (in_string) {
-      if (c == '\\') {
-        ++i;
-      } else if (c == '"') {
-        in_string = false;
-      }
+      // Most of a page is strings: jump to the next quote (memchr), which
+      // ends the string unless an odd number of backslashes escape it. The
+      // opening quote bounds the count.
+      const void* quote = std::memchr(page.data() + i, '"', page.size() - i);
+      if (quote == nullptr) return false;
+      i = static_cast<size_t>(static_cast<const char*>(quote) - page.data());
+      size_t slashes = 0;
+      while (page[i - 1 - slashes] == '\\') ++slashes;
+      in_string = slashes % 2 == 1;
       continue;
     }
     if (c == '"') {

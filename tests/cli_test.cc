@@ -233,18 +233,39 @@ Result<T> Bounded(const Future<T>& future) {
   return future.Wait();
 }
 
-TEST(ReadOnlyOpen, CountsScopeReadsALiveQueuesCountsAndRefusesTheRest) {
-  TempDir dir;
-  std::string path = dir.Sub("queue");
-  LiveQueue live(path, 200);
-  ASSERT_TRUE(live.ready());
-
+// A live queue of 200 tasks at `path`, and a read-only runtime of `scope`
+// on it; null when either fails (the failure is reported).
+std::unique_ptr<Runtime> ScopedOnALiveQueue(const std::string& path,
+                                            ReadOnlyScope scope,
+                                            std::unique_ptr<LiveQueue>* live) {
+  *live = std::make_unique<LiveQueue>(path, 200);
+  EXPECT_TRUE((*live)->ready());
+  if (!(*live)->ready()) return nullptr;
   Options options;
   options.path = path;
-  options.read_only_scope = ReadOnlyScope::kCounts;
+  options.read_only_scope = scope;
   std::unique_ptr<Runtime> runtime;
   Status s = Runtime::OpenReadOnly(options, &runtime);
-  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  return runtime;
+}
+
+// A query refused at once for the scope: FailedPrecondition naming the
+// call and what the scope lacks (`why`).
+void ExpectRefused(const Status& status, const std::string& call,
+                   const std::string& why) {
+  EXPECT_TRUE(status.IsFailedPrecondition()) << status.ToString();
+  EXPECT_NE(status.message().find(call), std::string::npos)
+      << status.ToString();
+  EXPECT_NE(status.message().find(why), std::string::npos) << status.ToString();
+}
+
+TEST(ReadOnlyOpen, CountsScopeReadsALiveQueuesCountsAndRefusesTheRest) {
+  TempDir dir;
+  std::unique_ptr<LiveQueue> live;
+  std::unique_ptr<Runtime> runtime =
+      ScopedOnALiveQueue(dir.Sub("queue"), ReadOnlyScope::kCounts, &live);
+  ASSERT_TRUE(runtime);
   auto total = [&] {
     Result<StatusCounts> counts = Bounded(runtime->CountByStatus());
     EXPECT_TRUE(counts.ok()) << counts.status().ToString();
@@ -270,11 +291,7 @@ TEST(ReadOnlyOpen, CountsScopeReadsALiveQueuesCountsAndRefusesTheRest) {
   // Every query of tasks or indexes is refused at once, naming itself and
   // the scope; mutations as on any read-only runtime.
   auto refused = [](const Status& status, const std::string& call) {
-    EXPECT_TRUE(status.IsFailedPrecondition()) << status.ToString();
-    EXPECT_NE(status.message().find(call), std::string::npos)
-        << status.ToString();
-    EXPECT_NE(status.message().find("kCounts"), std::string::npos)
-        << status.ToString();
+    ExpectRefused(status, call, "kCounts, which loads the task counts alone");
   };
   refused(Bounded(runtime->GetTask(1)).status(), "GetTask");
   refused(Bounded(runtime->GetTaskJson(1)).status(), "GetTaskJson");
@@ -296,7 +313,7 @@ TEST(ReadOnlyOpen, CountsScopeReadsALiveQueuesCountsAndRefusesTheRest) {
   Options writable;
   writable.path = other.Sub("queue");
   writable.read_only_scope = ReadOnlyScope::kCounts;
-  s = Runtime::Open(writable, &runtime);
+  Status s = Runtime::Open(writable, &runtime);
   EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
   EXPECT_NE(s.message().find("read_only_scope"), std::string::npos)
       << s.ToString();
@@ -305,16 +322,10 @@ TEST(ReadOnlyOpen, CountsScopeReadsALiveQueuesCountsAndRefusesTheRest) {
 
 TEST(ReadOnlyOpen, TasksScopeReadsTasksOfALiveQueueAndRefusesTheIndex) {
   TempDir dir;
-  std::string path = dir.Sub("queue");
-  LiveQueue live(path, 200);
-  ASSERT_TRUE(live.ready());
-
-  Options options;
-  options.path = path;
-  options.read_only_scope = ReadOnlyScope::kTasks;
-  std::unique_ptr<Runtime> runtime;
-  Status s = Runtime::OpenReadOnly(options, &runtime);
-  ASSERT_TRUE(s.ok()) << s.ToString();
+  std::unique_ptr<LiveQueue> live;
+  std::unique_ptr<Runtime> runtime =
+      ScopedOnALiveQueue(dir.Sub("queue"), ReadOnlyScope::kTasks, &live);
+  ASSERT_TRUE(runtime);
   Result<TaskInfo> task = Bounded(runtime->GetTask(1));
   ASSERT_TRUE(task.ok()) << task.status().ToString();
   EXPECT_EQ(task->payload, "payload 0");
@@ -335,12 +346,7 @@ TEST(ReadOnlyOpen, TasksScopeReadsTasksOfALiveQueueAndRefusesTheIndex) {
   EXPECT_TRUE(counts.ok()) << counts.status().ToString();
 
   auto refused = [](const Status& status, const std::string& call) {
-    EXPECT_TRUE(status.IsFailedPrecondition()) << status.ToString();
-    EXPECT_NE(status.message().find(call), std::string::npos)
-        << status.ToString();
-    EXPECT_NE(status.message().find("kTasks, which loads no index"),
-              std::string::npos)
-        << status.ToString();
+    ExpectRefused(status, call, "kTasks, which loads no index");
   };
   TaskQuery by_status;
   by_status.status = TaskStatus::kSucceeded;
@@ -518,6 +524,49 @@ TEST(SpoolCli, ExportWritesOneLinePerTaskAndNothingIntoTheDirectory) {
     EXPECT_EQ(Spool({command, path, "--json"}).exit_code, 0) << command;
   }
   EXPECT_EQ(Listing(path), before);
+}
+
+// Strings with quotes, backslashes (one ending a string) and braces: the
+// export's split of a page must find where each task ends anyway.
+TEST(SpoolCli, ExportSplitsTasksWhoseStringsHoldQuotesAndBackslashes) {
+  TempDir dir;
+  std::string path = dir.Sub("queue");
+  const std::vector<std::string> types = {"q\"},{\"id\":1", "ends\\", "\\\"",
+                                          "plain"};
+  {
+    Options options;
+    options.path = path;
+    options.durability = Durability::kRelaxed;
+    std::unique_ptr<Runtime> runtime;
+    ASSERT_TRUE(Runtime::Open(options, &runtime).ok());
+    for (const std::string& type : types) {
+      ASSERT_TRUE(
+          runtime
+              ->RegisterHandler(type, [](TaskContext&) { return Status::OK(); })
+              .ok());
+    }
+    std::vector<TaskSpec> batch;
+    for (int i = 0; i < 40; ++i) {
+      TaskSpec spec{types[i % types.size()], "p", {}};
+      spec.options.group = i % 3 == 0 ? "g\\" : "";
+      batch.push_back(std::move(spec));
+    }
+    Result<std::vector<TaskId>> stored =
+        Bounded(runtime->EnqueueBatch(std::move(batch)).stored);
+    ASSERT_TRUE(stored.ok()) << stored.status().ToString();
+    ASSERT_TRUE(Bounded(runtime->Close()).ok());
+  }
+  Outcome run = Spool({"export", path, "--page-size", "7"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  std::istringstream lines(run.out);
+  std::string line;
+  size_t count = 0;
+  while (std::getline(lines, line)) {
+    auto task = nlohmann::json::parse(line);
+    EXPECT_EQ(task["type"].get<std::string>(), types[count % types.size()]);
+    ++count;
+  }
+  EXPECT_EQ(count, 40u);
 }
 
 TEST(SpoolCli, MutationsOnAQueueNoProcessHolds) {
