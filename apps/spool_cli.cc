@@ -23,6 +23,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <memory>
@@ -106,10 +107,11 @@ int LoadFor(const Common& common, spool::Options* options) {
   return kExitOk;
 }
 
-int OpenReadOnly(const Common& common,
-                 std::unique_ptr<spool::Runtime>* runtime) {
+int OpenReadOnly(const Common& common, std::unique_ptr<spool::Runtime>* runtime,
+                 spool::ReadOnlyScope scope = spool::ReadOnlyScope::kAll) {
   spool::Options options;
   if (int rc = LoadFor(common, &options); rc != kExitOk) return rc;
+  options.read_only_scope = scope;
   spool::Status s = spool::Runtime::OpenReadOnly(options, runtime);
   if (!s.ok()) return FailStatus(s);
   return kExitOk;
@@ -186,7 +188,12 @@ uint64_t DirectoryBytes(const std::string& dir) {
 
 int Stats(const Common& common) {
   std::unique_ptr<spool::Runtime> runtime;
-  if (int rc = OpenReadOnly(common, &runtime); rc != kExitOk) return rc;
+  // The counts alone: on a live queue the open replays only the holder's
+  // writes of them, not its whole unflushed log (docs/cli.md).
+  if (int rc = OpenReadOnly(common, &runtime, spool::ReadOnlyScope::kCounts);
+      rc != kExitOk) {
+    return rc;
+  }
   auto by_status_future = runtime->CountByStatus();
   auto by_type_future = runtime->CountByType();
   const auto& by_status = by_status_future.Wait();
@@ -302,13 +309,13 @@ int List(const Common& common, const ListFlags& flags) {
 }
 
 // For the commands about one task: its id, checked, and DIR opened
-// read-only.
+// read-only, without the index (which they do not read).
 int OpenForTask(const Common& common, const std::string& id_text,
                 spool::TaskId* id, std::unique_ptr<spool::Runtime>* runtime) {
   std::optional<spool::TaskId> parsed = ParseId(id_text);
   if (!parsed) return BadId(id_text);
   *id = *parsed;
-  return OpenReadOnly(common, runtime);
+  return OpenReadOnly(common, runtime, spool::ReadOnlyScope::kTasks);
 }
 
 int Show(const Common& common, const std::string& id_text) {
@@ -399,11 +406,15 @@ bool SplitPage(std::string_view page, std::string* lines, std::string* cursor,
   for (; i < page.size(); ++i) {
     char c = page[i];
     if (in_string) {
-      if (c == '\\') {
-        ++i;
-      } else if (c == '"') {
-        in_string = false;
-      }
+      // Most of a page is strings: jump to the next quote (memchr), which
+      // ends the string unless an odd number of backslashes escape it. The
+      // opening quote bounds the count.
+      const void* quote = std::memchr(page.data() + i, '"', page.size() - i);
+      if (quote == nullptr) return false;
+      i = static_cast<size_t>(static_cast<const char*>(quote) - page.data());
+      size_t slashes = 0;
+      while (page[i - 1 - slashes] == '\\') ++slashes;
+      in_string = slashes % 2 == 1;
       continue;
     }
     if (c == '"') {
@@ -437,7 +448,12 @@ bool SplitPage(std::string_view page, std::string* lines, std::string* cursor,
 
 int Export(const Common& common, size_t page_size) {
   std::unique_ptr<spool::Runtime> runtime;
-  if (int rc = OpenReadOnly(common, &runtime); rc != kExitOk) return rc;
+  // Every task in id order reads the tasks alone: on a live queue the open
+  // then replays none of the holder's index writes (docs/cli.md).
+  if (int rc = OpenReadOnly(common, &runtime, spool::ReadOnlyScope::kTasks);
+      rc != kExitOk) {
+    return rc;
+  }
   spool::TaskQuery query;
   query.limit = page_size;
   std::string lines;

@@ -1,7 +1,7 @@
 // spool-cli-bench: the `spool` tool on a live queue (docs/benchmarks.md,
 // "The spool tool").
 //
-//   spool-cli-bench [--tasks N] [--runs R] [--dir DIR]
+//   spool-cli-bench [--tasks N] [--runs R] [--dir DIR] [--compare SPOOL]
 //
 // A forked process opens DIR, stores N tasks (default 100,000) and then
 // keeps the queue live: its workers run the tasks and it enqueues one more
@@ -10,6 +10,9 @@
 //   - `spool stats DIR --json`: wall time per run, process start included;
 //   - `spool export DIR > /dev/null`: tasks/s and the tool's peak RSS
 //     (getrusage of the child).
+// With --compare, the runs alternate between the built tool and SPOOL
+// (another build of it, e.g. the one before a change), on the same live
+// queue, and both medians are reported: a before/after in one run.
 // Goals (issue 16): stats <= 100 ms; export >= 200,000 tasks/s, bounded
 // memory.
 
@@ -77,8 +80,8 @@ struct ToolRun {
   size_t lines = 0;
 };
 
-// Runs `spool args...` with stdout to a pipe whose lines are counted.
-ToolRun RunTool(const std::vector<std::string>& args) {
+// Runs `tool args...` with stdout to a pipe whose lines are counted.
+ToolRun RunTool(const std::string& tool, const std::vector<std::string>& args) {
   int out[2];
   if (pipe(out) != 0) Die("pipe");
   auto start = Clock::now();
@@ -87,7 +90,7 @@ ToolRun RunTool(const std::vector<std::string>& args) {
     dup2(out[1], STDOUT_FILENO);
     close(out[0]);
     close(out[1]);
-    std::vector<std::string> argv = {SPOOL_CLI};
+    std::vector<std::string> argv = {tool};
     argv.insert(argv.end(), args.begin(), args.end());
     std::vector<char*> raw;
     for (std::string& arg : argv) raw.push_back(arg.data());
@@ -125,6 +128,7 @@ int main(int argc, char** argv) {
   long tasks = 100000;
   int runs = 5;
   std::string dir;
+  std::string compare;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--tasks") == 0 && i + 1 < argc) {
       tasks = std::strtol(argv[++i], nullptr, 10);
@@ -132,6 +136,8 @@ int main(int argc, char** argv) {
       runs = std::atoi(argv[++i]);
     } else if (std::strcmp(argv[i], "--dir") == 0 && i + 1 < argc) {
       dir = argv[++i];
+    } else if (std::strcmp(argv[i], "--compare") == 0 && i + 1 < argc) {
+      compare = argv[++i];
     } else {
       Die(std::string("unknown argument ") + argv[i]);
     }
@@ -163,30 +169,47 @@ int main(int argc, char** argv) {
   std::printf("live queue: %ld tasks stored in %.2f s, held by pid %d\n", tasks,
               fill, static_cast<int>(holder));
 
-  std::vector<double> stats_ms;
-  for (int i = 0; i < runs; ++i) {
-    ToolRun run = RunTool({"stats", dir, "--json"});
-    if (run.exit_code != 0) Die("spool stats failed");
-    stats_ms.push_back(run.seconds * 1000);
-  }
-  std::printf("stats --json: median %.1f ms, max %.1f ms over %d runs\n",
-              Median(stats_ms),
-              *std::max_element(stats_ms.begin(), stats_ms.end()), runs);
+  // The tools measured, run in turn: the built one, and --compare's.
+  std::vector<std::string> tools = {SPOOL_CLI};
+  if (!compare.empty()) tools.push_back(compare);
+  auto label = [&](size_t t) {
+    return tools.size() == 1 ? std::string() : " [" + tools[t] + "]";
+  };
 
-  std::vector<double> rates;
-  long max_rss = 0;
-  size_t lines = 0;
+  std::vector<std::vector<double>> stats_ms(tools.size());
   for (int i = 0; i < runs; ++i) {
-    ToolRun run = RunTool({"export", dir});
-    if (run.exit_code != 0) Die("spool export failed");
-    rates.push_back(static_cast<double>(run.lines) / run.seconds);
-    max_rss = std::max(max_rss, run.max_rss_kb);
-    lines = run.lines;
+    for (size_t t = 0; t < tools.size(); ++t) {
+      ToolRun run = RunTool(tools[t], {"stats", dir, "--json"});
+      if (run.exit_code != 0) Die("spool stats failed");
+      stats_ms[t].push_back(run.seconds * 1000);
+    }
   }
-  std::printf(
-      "export: median %.0f tasks/s (%zu tasks in the last run), peak RSS "
-      "%.1f MiB over %d runs\n",
-      Median(rates), lines, static_cast<double>(max_rss) / 1024, runs);
+  for (size_t t = 0; t < tools.size(); ++t) {
+    std::printf("stats --json%s: median %.1f ms, max %.1f ms over %d runs\n",
+                label(t).c_str(), Median(stats_ms[t]),
+                *std::max_element(stats_ms[t].begin(), stats_ms[t].end()),
+                runs);
+  }
+
+  std::vector<std::vector<double>> rates(tools.size());
+  std::vector<long> max_rss(tools.size(), 0);
+  std::vector<size_t> lines(tools.size(), 0);
+  for (int i = 0; i < runs; ++i) {
+    for (size_t t = 0; t < tools.size(); ++t) {
+      ToolRun run = RunTool(tools[t], {"export", dir});
+      if (run.exit_code != 0) Die("spool export failed");
+      rates[t].push_back(static_cast<double>(run.lines) / run.seconds);
+      max_rss[t] = std::max(max_rss[t], run.max_rss_kb);
+      lines[t] = run.lines;
+    }
+  }
+  for (size_t t = 0; t < tools.size(); ++t) {
+    std::printf(
+        "export%s: median %.0f tasks/s (%zu tasks in the last run), peak RSS "
+        "%.1f MiB over %d runs\n",
+        label(t).c_str(), Median(rates[t]), lines[t],
+        static_cast<double>(max_rss[t]) / 1024, runs);
+  }
 
   kill(holder, SIGKILL);
   waitpid(holder, nullptr, 0);

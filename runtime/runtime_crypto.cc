@@ -160,10 +160,8 @@ void RuntimeImpl::CompactAfterReencrypt(Promise<ReencryptResult> promise,
 
 Future<std::vector<SetAsideTask>> RuntimeImpl::ListSetAside(size_t limit) {
   using List = std::vector<SetAsideTask>;
-  CallGuard guard(this);
-  if (guard.closed()) {
-    return Failed<List>(ClosedError(), executor_);
-  }
+  CallGuard guard(this, "ListSetAside", QueryReads::kTasks);
+  if (guard.refused()) return Failed<List>(guard.refusal(), executor_);
   auto promise = NewPromise<List>();
   actors::ReadJob job;
   job.run = [promise, limit](const storage::TaskStore::ReadView& view) {

@@ -95,6 +95,26 @@ RuntimeImpl::CallGuard::CallGuard(RuntimeImpl* runtime) : runtime_(runtime) {
   // flight, or this call sees the runtime closed.
   runtime_->calls_in_flight_.fetch_add(1);
   closed_ = runtime_->closed_.load();
+  if (closed_) refusal_ = ClosedError();
+}
+
+RuntimeImpl::CallGuard::CallGuard(RuntimeImpl* runtime, std::string_view call,
+                                  QueryReads reads)
+    : CallGuard(runtime) {
+  ReadOnlyScope scope = runtime_->scope_;
+  bool loaded = scope == ReadOnlyScope::kAll ||
+                (scope == ReadOnlyScope::kTasks && reads == QueryReads::kTasks);
+  if (!closed_ && !loaded) refusal_ = ScopeError(call, scope);
+}
+
+Status ScopeError(std::string_view call, ReadOnlyScope scope) {
+  bool counts = scope == ReadOnlyScope::kCounts;
+  return Status::FailedPrecondition(
+      std::string("the runtime is open read-only with ReadOnlyScope::") +
+      (counts ? "kCounts, which loads the task counts alone: "
+              : "kTasks, which loads no index: ") +
+      std::string(call) + " is refused; it needs Runtime::OpenReadOnly with " +
+      (counts ? "ReadOnlyScope::kTasks or kAll" : "ReadOnlyScope::kAll"));
 }
 
 RuntimeImpl::CallGuard::~CallGuard() {
@@ -106,12 +126,19 @@ RuntimeImpl::RuntimeImpl(const Options& options, TestHooks hooks,
     : options_(options),
       hooks_(std::move(hooks)),
       read_only_(read_only),
+      scope_(read_only ? options.read_only_scope : ReadOnlyScope::kAll),
       registry_(std::make_shared<actors::HandlerRegistry>()) {}
 
 Status RuntimeImpl::Open(const Options& options, TestHooks hooks,
                          std::unique_ptr<Runtime>* runtime, bool read_only) {
   Status s = options.Validate();
   if (!s.ok()) return s;
+  if (!read_only && options.read_only_scope != ReadOnlyScope::kAll) {
+    return Status::InvalidArgument(
+        std::string("Options::read_only_scope is ") +
+        ReadOnlyScopeName(options.read_only_scope) +
+        ": a scope other than \"all\" is for Runtime::OpenReadOnly only");
+  }
   std::unique_ptr<RuntimeImpl> impl(
       new RuntimeImpl(options, std::move(hooks), read_only));
   s = read_only ? impl->OpenReadOnlyInternal() : impl->OpenInternal();
@@ -195,6 +222,7 @@ Status RuntimeImpl::OpenStore() {
   storage::StoreOptions store_options;
   store_options.read_only = read_only_;
   store_options.secondary_path = options_.secondary_path;
+  store_options.read_scope = options_.read_only_scope;
   store_options.path = options_.path;
   store_options.durability = options_.durability;
   store_options.env = hooks_.env;
@@ -592,8 +620,8 @@ BatchTicket RuntimeImpl::EnqueueMany(std::vector<TaskSpec> tasks, bool chain) {
 }
 
 Future<TaskInfo> RuntimeImpl::GetTask(TaskId id) {
-  CallGuard guard(this);
-  if (guard.closed()) return Failed<TaskInfo>(ClosedError(), executor_);
+  CallGuard guard(this, "GetTask", QueryReads::kTasks);
+  if (guard.refused()) return Failed<TaskInfo>(guard.refusal(), executor_);
   auto promise = NewPromise<TaskInfo>();
   actors::ReadJob job;
   job.run = [promise, id](const storage::TaskStore::ReadView& view) {

@@ -46,6 +46,16 @@ inline Status ReadOnlyError(std::string_view call) {
       " is refused; it needs the directory opened with Runtime::Open");
 }
 
+// What a query needs of the store beyond the counts.
+enum class QueryReads : uint8_t {
+  kTasks,  // tasks by id, or every task in id order
+  kIndex,  // the index too: listings by status, type or group, and the rest
+};
+
+// What a query returns on a runtime opened read-only with a scope that
+// lacks what it reads (Options::read_only_scope); `call` names it.
+Status ScopeError(std::string_view call, ReadOnlyScope scope);
+
 // A future already resolved with `status`, for a call refused before it
 // reached an actor.
 template <class T>
@@ -113,12 +123,20 @@ class RuntimeImpl final : public Runtime {
   class CallGuard {
    public:
     explicit CallGuard(RuntimeImpl* runtime);
+    // For a query, named by `call`, that reads `reads`: refused() also when
+    // the runtime's read-only scope does not load it.
+    CallGuard(RuntimeImpl* runtime, std::string_view call, QueryReads reads);
     ~CallGuard();
     bool closed() const { return closed_; }
+    // Whether the call must fail at once, and with what (refusal()):
+    // ClosedError, or ScopeError.
+    bool refused() const { return !refusal_.ok(); }
+    const Status& refusal() const { return refusal_; }
 
    private:
     RuntimeImpl* runtime_;
     bool closed_;
+    Status refusal_;
   };
 
   RuntimeImpl(const Options& options, TestHooks hooks, bool read_only);
@@ -191,6 +209,9 @@ class RuntimeImpl final : public Runtime {
   TestHooks hooks_;
   // Opened by Runtime::OpenReadOnly: no writer, scheduler or workers exist.
   const bool read_only_;
+  // What the store opened (Options::read_only_scope; kAll for Open): the
+  // queries that read more are refused (ScopeError).
+  const ReadOnlyScope scope_;
   std::shared_ptr<Clock> clock_;
   std::shared_ptr<Executor> executor_;
   // Set when the runtime made its own executor; shut down at close.

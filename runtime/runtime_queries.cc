@@ -386,6 +386,14 @@ Result<std::optional<TaskInfo>> TaskOrNothing(const TaskStore::ReadView& view,
   return std::optional<TaskInfo>(BuildInfo(task.view()));
 }
 
+// A listing without a filter walks the tasks in id order; any filter
+// walks the index.
+QueryReads ListReads(const TaskQuery& query) {
+  bool filtered =
+      query.status.has_value() || !query.type.empty() || !query.group.empty();
+  return filtered ? QueryReads::kIndex : QueryReads::kTasks;
+}
+
 }  // namespace
 
 // ---- Plumbing ----
@@ -458,8 +466,8 @@ std::shared_ptr<const storage::JsonPayloadTypes> RuntimeImpl::JsonTypes(
 // ---- One-shot queries ----
 
 Future<TaskPage> RuntimeImpl::ListTasks(const TaskQuery& query) {
-  CallGuard guard(this);
-  if (guard.closed()) return Failed<TaskPage>(ClosedError(), executor_);
+  CallGuard guard(this, "ListTasks", ListReads(query));
+  if (guard.refused()) return Failed<TaskPage>(guard.refusal(), executor_);
   storage::ListSpec spec;
   Status s = storage::ParseTaskQuery(query, &spec);
   if (!s.ok()) return Failed<TaskPage>(s, executor_);
@@ -482,8 +490,8 @@ Future<TaskPage> RuntimeImpl::ListTasks(const TaskQuery& query) {
 }
 
 Future<std::string> RuntimeImpl::ListTasksJson(const TaskQuery& query) {
-  CallGuard guard(this);
-  if (guard.closed()) return Failed<std::string>(ClosedError(), executor_);
+  CallGuard guard(this, "ListTasksJson", ListReads(query));
+  if (guard.refused()) return Failed<std::string>(guard.refusal(), executor_);
   storage::ListSpec spec;
   Status s = storage::ParseTaskQuery(query, &spec);
   if (!s.ok()) return Failed<std::string>(s, executor_);
@@ -499,8 +507,8 @@ Future<std::string> RuntimeImpl::ListTasksJson(const TaskQuery& query) {
 }
 
 Future<std::string> RuntimeImpl::GetTaskJson(TaskId id) {
-  CallGuard guard(this);
-  if (guard.closed()) return Failed<std::string>(ClosedError(), executor_);
+  CallGuard guard(this, "GetTaskJson", QueryReads::kTasks);
+  if (guard.refused()) return Failed<std::string>(guard.refusal(), executor_);
   return RunQuery<std::string>(
       [id, json_types = JsonTypes(nullptr)](
           const TaskStore::ReadView& view) -> Result<std::string> {
@@ -524,9 +532,9 @@ Future<TypeCounts> RuntimeImpl::CountByType() {
 }
 
 Future<ConsistencyReport> RuntimeImpl::CheckConsistency() {
-  CallGuard guard(this);
-  if (guard.closed()) {
-    return Failed<ConsistencyReport>(ClosedError(), executor_);
+  CallGuard guard(this, "CheckConsistency", QueryReads::kIndex);
+  if (guard.refused()) {
+    return Failed<ConsistencyReport>(guard.refusal(), executor_);
   }
   return RunQuery<ConsistencyReport>(
       [](const TaskStore::ReadView& view) -> Result<ConsistencyReport> {
@@ -564,8 +572,9 @@ Future<ConsistencyReport> RuntimeImpl::CheckConsistency() {
 }
 
 Future<FailureHistory> RuntimeImpl::GetFailureHistory(TaskId id) {
-  CallGuard guard(this);
-  if (guard.closed()) return Failed<FailureHistory>(ClosedError(), executor_);
+  CallGuard guard(this, "GetFailureHistory", QueryReads::kTasks);
+  if (guard.refused())
+    return Failed<FailureHistory>(guard.refusal(), executor_);
   return RunQuery<FailureHistory>(
       [id](const TaskStore::ReadView& view) -> Result<FailureHistory> {
         FailureHistory history;
@@ -577,8 +586,8 @@ Future<FailureHistory> RuntimeImpl::GetFailureHistory(TaskId id) {
 
 Future<std::optional<TaskInfo>> RuntimeImpl::OldestTask(TaskStatus status) {
   using Out = std::optional<TaskInfo>;
-  CallGuard guard(this);
-  if (guard.closed()) return Failed<Out>(ClosedError(), executor_);
+  CallGuard guard(this, "OldestTask", QueryReads::kIndex);
+  if (guard.refused()) return Failed<Out>(guard.refusal(), executor_);
   if (static_cast<size_t>(status) >= kTaskStatusCount) {
     return Failed<Out>(Status::InvalidArgument("status is out of range"),
                        executor_);
@@ -592,8 +601,8 @@ Future<std::optional<TaskInfo>> RuntimeImpl::OldestTask(TaskStatus status) {
 
 Future<std::optional<TaskInfo>> RuntimeImpl::NextDueTask() {
   using Out = std::optional<TaskInfo>;
-  CallGuard guard(this);
-  if (guard.closed()) return Failed<Out>(ClosedError(), executor_);
+  CallGuard guard(this, "NextDueTask", QueryReads::kIndex);
+  if (guard.refused()) return Failed<Out>(guard.refusal(), executor_);
   return RunQuery<Out>([](const TaskStore::ReadView& view) {
     std::optional<TaskId> id;
     Status s = storage::NextDue(view, &id);

@@ -185,7 +185,7 @@ rocksdb::ColumnFamilyOptions FamilyOptions(
   // task's whole life, its states collapse into one and its index entries
   // (a put, then its single delete) die before any flush. 64 MiB instead of
   // 16 cut a 100,000-task drain's CPU by a sixth and raised its rate by
-  // about 40 % (docs/experiments.md, 26). The log a crash leaves stays
+  // about 40 % (docs/experiments.md, 32). The log a crash leaves stays
   // capped by max_total_wal_size.
   cf.write_buffer_size = memtable_bytes;
   switch (family) {
@@ -323,6 +323,12 @@ Status TaskStore::Open(const StoreOptions& options,
     return Status::InvalidArgument(
         "an in-memory store (durability \"memory\") cannot be opened "
         "read-only: no other process can hold it");
+  }
+  if (!options.read_only && options.read_scope != ReadOnlyScope::kAll) {
+    return Status::InvalidArgument(
+        std::string("read scope \"") + ReadOnlyScopeName(options.read_scope) +
+        "\" is for read-only opens only; a store opened for writing opens "
+        "every family");
   }
   std::unique_ptr<TaskStore> result(new TaskStore(options));
   Status s = result->OpenDb();
@@ -534,10 +540,22 @@ Status TaskStore::OpenDb() {
   std::vector<rocksdb::ColumnFamilyDescriptor> descriptors;
   descriptors.emplace_back(rocksdb::kDefaultColumnFamilyName,
                            rocksdb::ColumnFamilyOptions());
+  // A reader of a narrower scope opens only the families it reads
+  // (StoreOptions::read_scope); a secondary may open a subset of them.
+  ReadOnlyScope scope =
+      options_.read_only ? options_.read_scope : ReadOnlyScope::kAll;
+  std::vector<ColumnFamily> opened;
   for (size_t i = 0; i < static_cast<size_t>(ColumnFamily::kCount); ++i) {
-    descriptors.emplace_back(kFamilyNames[i],
-                             FamilyOptions(static_cast<ColumnFamily>(i), cache,
-                                           options_.memtable_bytes));
+    auto family = static_cast<ColumnFamily>(i);
+    if (scope == ReadOnlyScope::kCounts && family != ColumnFamily::kMeta) {
+      continue;
+    }
+    if (scope == ReadOnlyScope::kTasks && family == ColumnFamily::kIndex) {
+      continue;
+    }
+    descriptors.emplace_back(
+        kFamilyNames[i], FamilyOptions(family, cache, options_.memtable_bytes));
+    opened.push_back(family);
   }
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* db = nullptr;
@@ -558,8 +576,19 @@ Status TaskStore::OpenDb() {
   }
   db_.reset(db);
   default_handle_ = handles[0];
-  for (size_t i = 0; i < handles_.size(); ++i) handles_[i] = handles[i + 1];
+  for (size_t i = 0; i < opened.size(); ++i) {
+    handles_[static_cast<size_t>(opened[i])] = handles[i + 1];
+  }
   return Status::OK();
+}
+
+Status TaskStore::CheckFamily(ColumnFamily family) const {
+  if (HasFamily(family)) return Status::OK();
+  return Status::FailedPrecondition(
+      "storage " + options_.path + " is open read-only with read scope \"" +
+      ReadOnlyScopeName(options_.read_scope) + "\", which does not open the " +
+      ColumnFamilyName(family) +
+      " family: reading it needs a read-only open of scope \"all\"");
 }
 
 Status TaskStore::LoadMeta() {
@@ -851,6 +880,7 @@ Status TaskStore::GetTaskLocked(ColumnFamily family, TaskId id, TaskBytes* task,
                                 Status* opened) const {
   task->Clear();
   *opened = Status::OK();
+  if (Status s = CheckFamily(family); !s.ok()) return s;
   rocksdb::ReadOptions ro;
   ro.snapshot = snapshot;
   // The spec and the state in one batched lookup; the failure history, when
@@ -938,6 +968,7 @@ Status TaskStore::GetEntry(ColumnFamily family, std::string_view key,
 Status TaskStore::GetEntryLocked(ColumnFamily family, std::string_view key,
                                  std::string* value,
                                  const rocksdb::Snapshot* snapshot) const {
+  if (Status s = CheckFamily(family); !s.ok()) return s;
   rocksdb::ReadOptions ro;
   ro.snapshot = snapshot;
   rocksdb::Status rs = db_->Get(ro, Handle(family), AsSlice(key), value);
@@ -948,6 +979,7 @@ Status TaskStore::GetEntryLocked(ColumnFamily family, std::string_view key,
 Status TaskStore::GetStoredLocked(ColumnFamily family, std::string_view key,
                                   std::string* bytes,
                                   const rocksdb::Snapshot* snapshot) const {
+  if (Status s = CheckFamily(family); !s.ok()) return s;
   rocksdb::ReadOptions ro;
   ro.snapshot = snapshot;
   rocksdb::Status rs = db_->Get(ro, Handle(family), AsSlice(key), bytes);
@@ -969,6 +1001,7 @@ Status TaskStore::Scan(ColumnFamily family, std::string_view prefix,
 Status TaskStore::ScanLocked(ColumnFamily family, std::string_view prefix,
                              std::string_view start, const IndexVisitor& visit,
                              const rocksdb::Snapshot* snapshot) const {
+  if (Status s = CheckFamily(family); !s.ok()) return s;
   rocksdb::ReadOptions ro;
   ro.snapshot = snapshot;
   // The upper bound stops the iterator at the prefix's end, even over

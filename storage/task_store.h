@@ -137,6 +137,15 @@ struct StoreOptions {
   // With read_only: where the secondary instance keeps its own files (its
   // info log). Empty: a new temporary directory, removed with the store.
   std::string secondary_path;
+  // With read_only: kCounts opens the `meta` family alone (the schema
+  // version, the writer state with the counts by status, the counts by
+  // type, the sealed lookup key), so that opening and catching up replay
+  // only the holder's writes there: RocksDB skips the log's records for
+  // families a secondary did not open (it still reads and decodes them).
+  // Every read of `tasks`, `index` or `corrupt` then fails with
+  // FailedPrecondition. kTasks opens every family but `index`, whose reads
+  // fail so. Anything but kAll without read_only is refused.
+  ReadOnlyScope read_scope = ReadOnlyScope::kAll;
 };
 
 class WriteTxn;
@@ -161,6 +170,13 @@ class TaskStore {
   const StoreOptions& options() const { return options_; }
 
   bool read_only() const { return options_.read_only; }
+
+  // Whether `family` is open: every family, except in a read-only store of
+  // scope kCounts (`meta` alone) or kTasks (all but `index`); see
+  // StoreOptions::read_scope.
+  bool HasFamily(ColumnFamily family) const {
+    return Handle(family) != nullptr;
+  }
 
   // Read-only stores: replays what the directory's holder wrote since the
   // last catch-up (RocksDB's TryCatchUpWithPrimary), so that views made
@@ -424,6 +440,10 @@ class TaskStore {
   // `corrupt`: for SetAsideUnreadable and for Commit (a task the writer
   // could not read), so that both set a task aside the same way.
   Status StageSetAside(TaskId id, rocksdb::WriteBatch* batch) const;
+  // OK when `family` is open (HasFamily); else FailedPrecondition naming it
+  // and the read scope that left it closed. Every read checks it
+  // before RocksDB is given the family's handle.
+  Status CheckFamily(ColumnFamily family) const;
   rocksdb::ColumnFamilyHandle* Handle(ColumnFamily family) const {
     return handles_[static_cast<size_t>(family)];
   }

@@ -56,6 +56,11 @@ Status TaskStore::LoadKeys() {
         ") and no encryption key is configured: set Options::encryption_key "
         "or storage.encryption_key_file");
   }
+  // A counts-only reader of a store with no lookup key yet needs none: it
+  // reads no group or dedup key (and cannot look for plaintext tasks).
+  if (!encrypted_store && !HasFamily(ColumnFamily::kTasks)) {
+    return Status::OK();
+  }
   std::string lookup_key;
   Status s = encrypted_store ? OpenLookupKey(sealed_key, &lookup_key)
                              : CreateLookupKey(&lookup_key);

@@ -1606,6 +1606,81 @@ TEST(TaskStoreDiskTest, SecondOpenOfTheSameDirectoryIsBusy) {
   EXPECT_NE(s.message().find("in use"), std::string::npos);
 }
 
+// A counts-only reader (read_scope kCounts) of a store its writer still
+// holds: it sees the writer's counts, also those committed after it opened,
+// and refuses every read of the families it did not open.
+TEST(TaskStoreDiskTest, ACountsOnlyReaderOpensMetaAlone) {
+  TempDir dir;
+  StoreOptions options;
+  options.path = dir.Sub("db");
+  options.durability = Durability::kRelaxed;
+  std::unique_ptr<TaskStore> writer;
+  ASSERT_TRUE(TaskStore::Open(options, &writer).ok());
+  auto insert = [&](TaskId from, TaskId to) {
+    WriteTxn txn(writer.get());
+    for (TaskId id = from; id <= to; ++id) {
+      InsertTask(&txn,
+                 PendingTask(id, id % 2 ? "odd" : "even", txn.NextSequence()));
+    }
+    ASSERT_TRUE(writer->Commit(&txn).ok());
+  };
+  insert(1, 5);
+
+  StoreOptions counts_only = options;
+  counts_only.read_only = true;
+  counts_only.read_scope = ReadOnlyScope::kCounts;
+  std::unique_ptr<TaskStore> reader;
+  Status s = TaskStore::Open(counts_only, &reader);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_TRUE(reader->HasFamily(ColumnFamily::kMeta));
+  EXPECT_FALSE(reader->HasFamily(ColumnFamily::kTasks));
+  EXPECT_FALSE(reader->HasFamily(ColumnFamily::kIndex));
+  EXPECT_FALSE(reader->HasFamily(ColumnFamily::kCorrupt));
+  std::array<uint64_t, kTaskStatusCount> counts{};
+  ASSERT_TRUE(reader->NewReadView()->CountByStatus(&counts).ok());
+  EXPECT_EQ(counts[static_cast<size_t>(TaskStatus::kPending)], 5u);
+
+  insert(6, 8);
+  ASSERT_TRUE(reader->CatchUp().ok());
+  auto view = reader->NewReadView();
+  ASSERT_TRUE(view->CountByStatus(&counts).ok());
+  EXPECT_EQ(counts[static_cast<size_t>(TaskStatus::kPending)], 8u);
+  TypeCounts by_type;
+  ASSERT_TRUE(view->CountByType(&by_type).ok());
+  EXPECT_EQ(by_type["odd"][0], 4u);
+  EXPECT_EQ(by_type["even"][0], 4u);
+
+  auto refused = [](const Status& status, const char* family) {
+    EXPECT_TRUE(status.IsFailedPrecondition()) << status.ToString();
+    EXPECT_NE(status.message().find(std::string("the ") + family + " family"),
+              std::string::npos)
+        << status.ToString();
+  };
+  TaskBytes task;
+  refused(view->GetTask(1, &task), "tasks");
+  std::string value;
+  refused(view->GetEntry(ColumnFamily::kIndex, "x", &value), "index");
+  refused(view->Scan(ColumnFamily::kIndex, "", "",
+                     [](std::string_view, std::string_view) { return true; }),
+          "index");
+  refused(
+      view->ScanTasks(ColumnFamily::kCorrupt, 0,
+                      [](TaskId, TaskBytes&, const Status&) { return true; }),
+      "corrupt");
+  size_t mismatches = 0;
+  refused(view->CheckIndexes(&mismatches, nullptr), "tasks");
+  view.reset();
+  refused(reader->GetSpec(1, &value), "tasks");
+
+  // A writable open of any other scope is refused.
+  StoreOptions writable = options;
+  writable.path = dir.Sub("other");
+  writable.read_scope = ReadOnlyScope::kCounts;
+  std::unique_ptr<TaskStore> bad;
+  s = TaskStore::Open(writable, &bad);
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+}
+
 TEST(TaskStoreDiskTest, ColumnFamiliesHaveTheirNames) {
   EXPECT_STREQ(ColumnFamilyName(ColumnFamily::kTasks), "tasks");
   EXPECT_STREQ(ColumnFamilyName(ColumnFamily::kIndex), "index");

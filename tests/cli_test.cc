@@ -222,6 +222,145 @@ TEST(ReadOnlyOpen, SeesALiveQueueGrowAndRefusesMutations) {
   EXPECT_TRUE(runtime->Close().Wait().ok());
 }
 
+// Waits at most 30 s for `future`; a timeout fails the test and yields an
+// Aborted result, so that no test hangs on a query.
+template <class T>
+Result<T> Bounded(const Future<T>& future) {
+  if (!future.WaitFor(30s)) {
+    ADD_FAILURE() << "a query did not finish within 30 s";
+    return Status::Aborted("timed out");
+  }
+  return future.Wait();
+}
+
+// A live queue of 200 tasks at `path`, and a read-only runtime of `scope`
+// on it; null when either fails (the failure is reported).
+std::unique_ptr<Runtime> ScopedOnALiveQueue(const std::string& path,
+                                            ReadOnlyScope scope,
+                                            std::unique_ptr<LiveQueue>* live) {
+  *live = std::make_unique<LiveQueue>(path, 200);
+  EXPECT_TRUE((*live)->ready());
+  if (!(*live)->ready()) return nullptr;
+  Options options;
+  options.path = path;
+  options.read_only_scope = scope;
+  std::unique_ptr<Runtime> runtime;
+  Status s = Runtime::OpenReadOnly(options, &runtime);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  return runtime;
+}
+
+// A query refused at once for the scope: FailedPrecondition naming the
+// call and what the scope lacks (`why`).
+void ExpectRefused(const Status& status, const std::string& call,
+                   const std::string& why) {
+  EXPECT_TRUE(status.IsFailedPrecondition()) << status.ToString();
+  EXPECT_NE(status.message().find(call), std::string::npos)
+      << status.ToString();
+  EXPECT_NE(status.message().find(why), std::string::npos) << status.ToString();
+}
+
+TEST(ReadOnlyOpen, CountsScopeReadsALiveQueuesCountsAndRefusesTheRest) {
+  TempDir dir;
+  std::unique_ptr<LiveQueue> live;
+  std::unique_ptr<Runtime> runtime =
+      ScopedOnALiveQueue(dir.Sub("queue"), ReadOnlyScope::kCounts, &live);
+  ASSERT_TRUE(runtime);
+  auto total = [&] {
+    Result<StatusCounts> counts = Bounded(runtime->CountByStatus());
+    EXPECT_TRUE(counts.ok()) << counts.status().ToString();
+    uint64_t sum = 0;
+    if (counts.ok()) {
+      for (uint64_t n : counts->by_status) sum += n;
+    }
+    return sum;
+  };
+  uint64_t first = total();
+  EXPECT_GE(first, 200u);
+  // Each query catches up with the holder, as with the full scope.
+  EXPECT_TRUE(WaitUntil([&] { return total() >= first + 20; }, 20s));
+  Result<TypeCounts> by_type = Bounded(runtime->CountByType());
+  ASSERT_TRUE(by_type.ok()) << by_type.status().ToString();
+  ASSERT_EQ(by_type->count("work"), 1u);
+  EXPECT_GE(
+      by_type->at("work").by_status[static_cast<size_t>(TaskStatus::kPending)] +
+          by_type->at("work")
+              .by_status[static_cast<size_t>(TaskStatus::kSucceeded)],
+      180u);
+
+  // Every query of tasks or indexes is refused at once, naming itself and
+  // the scope; mutations as on any read-only runtime.
+  auto refused = [](const Status& status, const std::string& call) {
+    ExpectRefused(status, call, "kCounts, which loads the task counts alone");
+  };
+  refused(Bounded(runtime->GetTask(1)).status(), "GetTask");
+  refused(Bounded(runtime->GetTaskJson(1)).status(), "GetTaskJson");
+  refused(Bounded(runtime->ListTasks(TaskQuery{})).status(), "ListTasks");
+  refused(Bounded(runtime->ListTasksJson(TaskQuery{})).status(),
+          "ListTasksJson");
+  refused(Bounded(runtime->GetFailureHistory(1)).status(), "GetFailureHistory");
+  refused(Bounded(runtime->OldestTask(TaskStatus::kPending)).status(),
+          "OldestTask");
+  refused(Bounded(runtime->NextDueTask()).status(), "NextDueTask");
+  refused(Bounded(runtime->CheckConsistency()).status(), "CheckConsistency");
+  refused(Bounded(runtime->ListSetAside(10)).status(), "ListSetAside");
+  Status enqueue = Bounded(runtime->Enqueue("work", "x").stored).status();
+  EXPECT_TRUE(enqueue.IsFailedPrecondition()) << enqueue.ToString();
+  EXPECT_TRUE(Bounded(runtime->Close()).ok());
+
+  // The scope is for read-only opens only.
+  TempDir other;
+  Options writable;
+  writable.path = other.Sub("queue");
+  writable.read_only_scope = ReadOnlyScope::kCounts;
+  Status s = Runtime::Open(writable, &runtime);
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  EXPECT_NE(s.message().find("read_only_scope"), std::string::npos)
+      << s.ToString();
+  EXPECT_FALSE(std::filesystem::exists(writable.path));
+}
+
+TEST(ReadOnlyOpen, TasksScopeReadsTasksOfALiveQueueAndRefusesTheIndex) {
+  TempDir dir;
+  std::unique_ptr<LiveQueue> live;
+  std::unique_ptr<Runtime> runtime =
+      ScopedOnALiveQueue(dir.Sub("queue"), ReadOnlyScope::kTasks, &live);
+  ASSERT_TRUE(runtime);
+  Result<TaskInfo> task = Bounded(runtime->GetTask(1));
+  ASSERT_TRUE(task.ok()) << task.status().ToString();
+  EXPECT_EQ(task->payload, "payload 0");
+  EXPECT_TRUE(Bounded(runtime->GetTaskJson(1)).ok());
+  EXPECT_TRUE(Bounded(runtime->GetFailureHistory(1)).ok());
+  EXPECT_TRUE(Bounded(runtime->ListSetAside(10)).ok());
+  Result<TaskPage> page = Bounded(runtime->ListTasks(TaskQuery{}));
+  ASSERT_TRUE(page.ok()) << page.status().ToString();
+  EXPECT_EQ(page->tasks.size(), 100u);
+  EXPECT_EQ(page->tasks.front().id, 1u);
+  // Later pages see the tasks the holder stored after the open.
+  TaskQuery all;
+  all.limit = 10000;
+  Result<std::string> json = Bounded(runtime->ListTasksJson(all));
+  ASSERT_TRUE(json.ok()) << json.status().ToString();
+  EXPECT_GE(nlohmann::json::parse(*json)["tasks"].size(), 200u);
+  Result<StatusCounts> counts = Bounded(runtime->CountByStatus());
+  EXPECT_TRUE(counts.ok()) << counts.status().ToString();
+
+  auto refused = [](const Status& status, const std::string& call) {
+    ExpectRefused(status, call, "kTasks, which loads no index");
+  };
+  TaskQuery by_status;
+  by_status.status = TaskStatus::kSucceeded;
+  refused(Bounded(runtime->ListTasks(by_status)).status(), "ListTasks");
+  TaskQuery by_type;
+  by_type.type = "work";
+  refused(Bounded(runtime->ListTasksJson(by_type)).status(), "ListTasksJson");
+  refused(Bounded(runtime->OldestTask(TaskStatus::kPending)).status(),
+          "OldestTask");
+  refused(Bounded(runtime->NextDueTask()).status(), "NextDueTask");
+  refused(Bounded(runtime->CheckConsistency()).status(), "CheckConsistency");
+  EXPECT_TRUE(Bounded(runtime->Close()).ok());
+}
+
 TEST(ReadOnlyOpen, MissingDirectoryIsNotFoundAndNotCreated) {
   TempDir dir;
   Options options;
@@ -385,6 +524,49 @@ TEST(SpoolCli, ExportWritesOneLinePerTaskAndNothingIntoTheDirectory) {
     EXPECT_EQ(Spool({command, path, "--json"}).exit_code, 0) << command;
   }
   EXPECT_EQ(Listing(path), before);
+}
+
+// Strings with quotes, backslashes (one ending a string) and braces: the
+// export's split of a page must find where each task ends anyway.
+TEST(SpoolCli, ExportSplitsTasksWhoseStringsHoldQuotesAndBackslashes) {
+  TempDir dir;
+  std::string path = dir.Sub("queue");
+  const std::vector<std::string> types = {"q\"},{\"id\":1", "ends\\", "\\\"",
+                                          "plain"};
+  {
+    Options options;
+    options.path = path;
+    options.durability = Durability::kRelaxed;
+    std::unique_ptr<Runtime> runtime;
+    ASSERT_TRUE(Runtime::Open(options, &runtime).ok());
+    for (const std::string& type : types) {
+      ASSERT_TRUE(
+          runtime
+              ->RegisterHandler(type, [](TaskContext&) { return Status::OK(); })
+              .ok());
+    }
+    std::vector<TaskSpec> batch;
+    for (int i = 0; i < 40; ++i) {
+      TaskSpec spec{types[i % types.size()], "p", {}};
+      spec.options.group = i % 3 == 0 ? "g\\" : "";
+      batch.push_back(std::move(spec));
+    }
+    Result<std::vector<TaskId>> stored =
+        Bounded(runtime->EnqueueBatch(std::move(batch)).stored);
+    ASSERT_TRUE(stored.ok()) << stored.status().ToString();
+    ASSERT_TRUE(Bounded(runtime->Close()).ok());
+  }
+  Outcome run = Spool({"export", path, "--page-size", "7"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  std::istringstream lines(run.out);
+  std::string line;
+  size_t count = 0;
+  while (std::getline(lines, line)) {
+    auto task = nlohmann::json::parse(line);
+    EXPECT_EQ(task["type"].get<std::string>(), types[count % types.size()]);
+    ++count;
+  }
+  EXPECT_EQ(count, 40u);
 }
 
 TEST(SpoolCli, MutationsOnAQueueNoProcessHolds) {

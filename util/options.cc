@@ -42,6 +42,18 @@ const char* PlaintextRecordsName(PlaintextRecords value) {
   return "invalid";
 }
 
+const char* ReadOnlyScopeName(ReadOnlyScope scope) {
+  switch (scope) {
+    case ReadOnlyScope::kAll:
+      return "all";
+    case ReadOnlyScope::kTasks:
+      return "tasks";
+    case ReadOnlyScope::kCounts:
+      return "counts";
+  }
+  return "invalid";
+}
+
 Status Options::Validate() const {
   auto bad = [](const std::string& what) {
     return Status::InvalidArgument(what);
@@ -54,6 +66,10 @@ Status Options::Validate() const {
       memtable_bytes > (size_t{1} << 30)) {
     return bad("storage.memtable_bytes must be in [1048576, 1073741824], got " +
                std::to_string(memtable_bytes));
+  }
+  if (static_cast<int>(read_only_scope) >
+      static_cast<int>(ReadOnlyScope::kTasks)) {
+    return bad("read_only_scope is out of range");
   }
   if (max_payload_bytes == 0)
     return bad("storage.max_payload_bytes must be > 0");

@@ -61,6 +61,32 @@ enum class PlaintextRecords : uint8_t {
 // "refuse" or "accept".
 const char* PlaintextRecordsName(PlaintextRecords value);
 
+// What Runtime::OpenReadOnly loads of the directory.
+enum class ReadOnlyScope : uint8_t {
+  // Everything: every query works.
+  kAll = 0,
+  // The tasks and the counts, without the index: GetTask, GetTaskJson,
+  // GetFailureHistory, ListSetAside, CountByStatus, CountByType, and
+  // ListTasks and ListTasksJson without a filter (every task in id order,
+  // what `spool export` reads) work; listings by status, type or group,
+  // OldestTask, NextDueTask and CheckConsistency fail at once with
+  // FailedPrecondition. On a live queue it opens faster than kAll, since
+  // the holder's index writes in its log are not replayed.
+  kTasks = 2,
+  // The task counts and nothing else: CountByStatus and CountByType work;
+  // every query that reads tasks or their indexes (GetTask, ListTasks,
+  // GetTaskJson, ListTasksJson, GetFailureHistory, OldestTask, NextDueTask,
+  // CheckConsistency, ListSetAside) fails at once with FailedPrecondition.
+  // The counts are kept apart from the tasks in storage, so this open reads
+  // and replays only them: on a live queue whose holder has much unflushed
+  // log, it opens in a fraction of the time of kAll (docs/cli.md, `spool
+  // stats`).
+  kCounts = 1,
+};
+
+// "all", "tasks" or "counts".
+const char* ReadOnlyScopeName(ReadOnlyScope scope);
+
 struct Options {
   // ---- Storage ----
 
@@ -77,6 +103,10 @@ struct Options {
   // at close. Must not be inside `path`. Empty: a new temporary directory,
   // removed at close. No config key. Default: empty.
   std::string secondary_path;
+
+  // Runtime::OpenReadOnly only: what the open loads (ReadOnlyScope).
+  // Runtime::Open refuses anything but kAll. No config key. Default: kAll.
+  ReadOnlyScope read_only_scope = ReadOnlyScope::kAll;
 
   // The largest payload Enqueue accepts, in bytes. Default: 1 MiB.
   size_t max_payload_bytes = 1 << 20;

@@ -73,6 +73,12 @@ class Runtime {
   // at once with FailedPrecondition saying the runtime is read-only.
   // Subscribe is accepted but has no events to deliver.
   //
+  // options.read_only_scope = ReadOnlyScope::kCounts opens the task counts
+  // alone: CountByStatus and CountByType work, and every query that reads
+  // tasks or indexes fails at once with FailedPrecondition naming the scope.
+  // It opens (and catches up) much faster on a live queue, since only the
+  // holder's writes of the counts are replayed: what `spool stats` uses.
+  //
   // Blocks the calling thread while RocksDB opens. Returns NotFound when
   // the directory does not exist (it is not created), InvalidArgument when
   // it is not a spool store or for bad options (durability kMemory
