@@ -81,8 +81,8 @@ def main():
         node = subprocess.Popen(["node", os.path.join(HERE, "dashboard_test.mjs"), url,
                                  spoold_test.TOKEN, outdir],
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, text=True)
-        # The script bounds itself at 100 s; this is the backstop.
-        watchdog = threading.Timer(150, node.kill)
+        # The script bounds itself at 150 s; this is the backstop.
+        watchdog = threading.Timer(200, node.kill)
         watchdog.start()
         for line in node.stdout:
             if line.strip() == "@@restart":
