@@ -34,12 +34,14 @@ def free_port():
 class Hook(http.server.BaseHTTPRequestHandler):
     """The http.post target: /ok answers 200, /down 503, /gone 404."""
     received = []
+    # path -> (status, body); a subclass may add paths.
+    routes = {"/ok": (200, b"fine"), "/down": (503, b"down for maintenance"),
+              "/gone": (404, b"no such hook here")}
 
     def do_POST(self):
         body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
         Hook.received.append((self.path, body))
-        code, text = {"/ok": (200, b"fine"), "/down": (503, b"down for maintenance"),
-                      "/gone": (404, b"no such hook here")}.get(self.path, (500, b"?"))
+        code, text = self.routes.get(self.path, (500, b"?"))
         self.send_response(code)
         self.send_header("Content-Length", str(len(text)))
         self.end_headers()
@@ -47,6 +49,14 @@ class Hook(http.server.BaseHTTPRequestHandler):
 
     def log_message(self, *args):
         pass
+
+
+def write_token(directory):
+    """DIRECTORY/token holding TOKEN, mode 0600 as spoold demands."""
+    path = os.path.join(directory, "token")
+    with open(path, "w") as f:
+        f.write(TOKEN + "\n")
+    os.chmod(path, 0o600)
 
 
 def wait_for(predicate, timeout, what):
@@ -60,8 +70,10 @@ def wait_for(predicate, timeout, what):
 
 
 class Spoold:
-    def __init__(self, directory, port, hook_port):
+    def __init__(self, directory, port, hook_port, settings=()):
+        """settings: more KEY=VALUE for --set, after (and so over) these."""
         self.directory, self.port, self.hook_port = directory, port, hook_port
+        self.settings = settings
         self.process = None
 
     def start(self):
@@ -78,6 +90,8 @@ class Spoold:
                 "--set", "handlers.http.post.allow=http://127.0.0.1:%d/**" % self.hook_port,
                 "--set", "handlers.http.post.max_attempts=2",
                 "--set", "handlers.http.post.timeout_ms=2000"]
+        for setting in self.settings:
+            args += ["--set", setting]
         self.log = open(os.path.join(self.directory, "spoold.log"), "ab")
         self.process = subprocess.Popen(args, stdout=self.log, stderr=self.log)
         wait_for(lambda: self.ready(), 30, "spoold /readyz")
@@ -121,10 +135,7 @@ class SpooldTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.dir = tempfile.mkdtemp(prefix="spoold-test-")
-        token_path = os.path.join(cls.dir, "token")
-        with open(token_path, "w") as f:
-            f.write(TOKEN + "\n")
-        os.chmod(token_path, 0o600)
+        write_token(cls.dir)
         cls.hook = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hook)
         threading.Thread(target=cls.hook.serve_forever, daemon=True).start()
         cls.server = Spoold(cls.dir, free_port(), cls.hook.server_address[1])
