@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include <spool/handler.h>
@@ -287,6 +288,15 @@ struct MetaUpdate {
   std::vector<std::pair<std::string, std::string>> values;
 };
 
+// The controls a previous run stored (scheduler.h, ControlKey).
+struct StoredControls {
+  bool paused = false;
+  std::unordered_set<std::string> paused_types;
+  std::unordered_set<std::string> closed_gates;
+  // By stored group (a tag when encrypted); only limits other than 0.
+  std::unordered_map<std::string, uint32_t> group_limits;
+};
+
 // What recovery found: the interrupted attempts it recorded, the queue as
 // storage holds it afterwards, and the scheduler's stored state.
 struct RecoveryResult {
@@ -297,6 +307,7 @@ struct RecoveryResult {
   // slot of each periodic task, by name.
   std::unordered_map<std::string, int64_t> rate_state;
   std::unordered_map<std::string, int64_t> periodic_slots;
+  StoredControls controls;
 };
 
 // Runs recovery once and calls `done` with its result.

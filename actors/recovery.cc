@@ -1,7 +1,10 @@
 #include "actors/recovery.h"
 
 #include <caf/all.hpp>
+#include <spdlog/spdlog.h>
 
+#include "actors/scheduler.h"
+#include "util/logging.h"
 #include "util/thread_name.h"
 
 namespace spool::actors {
@@ -97,6 +100,55 @@ recovery_actor::behavior_type RecoveryBehavior(
 
 }  // namespace
 
+namespace {
+
+// One stored control into `out`; false for an unknown kind.
+bool ApplyControl(ControlKind kind, std::string_view name,
+                  std::string_view value, StoredControls* out) {
+  bool on = !value.empty() && value[0] != 0;
+  switch (kind) {
+    case ControlKind::kPaused:
+      out->paused = on;
+      return true;
+    case ControlKind::kPausedType:
+      if (on) out->paused_types.emplace(name);
+      return true;
+    case ControlKind::kClosedGate:
+      if (on) out->closed_gates.emplace(name);
+      return true;
+    case ControlKind::kGroupLimit: {
+      uint32_t limit = 0;
+      for (char c : value) limit = limit << 8 | uint8_t(c);
+      if (limit != 0) out->group_limits[std::string(name)] = limit;
+      return true;
+    }
+  }
+  return false;
+}
+
+// Reads the controls the scheduler stored (ControlKey). A damaged entry is
+// skipped with a warning: the control it held is lost, the queue opens.
+Status LoadControls(const storage::TaskStore& store, StoredControls* out) {
+  return store.Scan(
+      storage::ColumnFamily::kMeta, kControlPrefix, "",
+      [out](std::string_view key, std::string_view value) {
+        std::string_view rest = key.substr(kControlPrefix.size());
+        std::string_view name;
+        auto kind = rest.empty() ? ControlKind{} : ControlKind(rest[0]);
+        if (!rest.empty()) rest.remove_prefix(1);
+        bool flag = kind != ControlKind::kGroupLimit;
+        if (!storage::GetKeyString(&rest, &name) || !rest.empty() ||
+            value.size() != (flag ? 1u : 4u) ||
+            !ApplyControl(kind, name, value, out)) {
+          Logger()->warn(
+              "a stored pause, gate or group limit is damaged and ignored");
+        }
+        return true;
+      });
+}
+
+}  // namespace
+
 Status LoadSchedulerState(const storage::TaskStore& store,
                           RecoveryResult* result) {
   auto load_times = [&](std::string_view prefix, bool length_prefixed,
@@ -117,6 +169,7 @@ Status LoadSchedulerState(const storage::TaskStore& store,
   };
   Status s = load_times("rate/", true, &result->rate_state);
   if (s.ok()) s = load_times("periodic/", false, &result->periodic_slots);
+  if (s.ok()) s = LoadControls(store, &result->controls);
   return s;
 }
 

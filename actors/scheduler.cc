@@ -142,6 +142,8 @@ struct SchedulerState {
   std::unordered_set<std::string> closed_gates;
   // Types whose rate state changed since it was last sent for storage.
   std::unordered_set<std::string> rate_dirty;
+  // Controls changed since they were last sent for storage (ControlKey).
+  std::vector<std::pair<std::string, std::string>> control_updates;
   std::vector<PeriodicState> periodic;
   // Attempt deadlines, on the task clock: (due, task, attempt).
   std::set<std::tuple<int64_t, TaskId, uint32_t>> deadlines;
@@ -192,10 +194,18 @@ struct SchedulerState {
                          load.paused || at_limit || rate_limited || gated);
   }
 
+  // A pause, gate or group limit changed: stored with the next commit.
+  void StoreControl(ControlKind kind, std::string_view name,
+                    std::string value) {
+    control_updates.emplace_back(ControlKey(kind, name), std::move(value));
+  }
+  static std::string Flag(bool on) { return std::string(1, on ? 1 : 0); }
+
   void SetGate(const std::string& gate, bool open, int64_t now) {
     bool changed =
         open ? closed_gates.erase(gate) != 0 : closed_gates.insert(gate).second;
     if (!changed) return;
+    StoreControl(ControlKind::kClosedGate, gate, Flag(!open));
     for (auto& [type, load] : types) {
       const auto& gates = load.policy.requires_gates;
       if (std::find(gates.begin(), gates.end(), gate) != gates.end()) {
@@ -544,6 +554,10 @@ void Dispatch(Self self) {
   }
 
   SendOutcomes(st, self);
+  if (!st.control_updates.empty()) {
+    self->send(st.config.writer, meta_atom::value,
+               MetaUpdate{std::exchange(st.control_updates, {})});
+  }
   auto steady_now = std::chrono::steady_clock::now();
   bool writes_blocked = steady_now < st.writes_blocked_until;
 
@@ -713,6 +727,21 @@ void ForwardControl(Self self, ControlCommand& command) {
   ScheduleDispatch(self);
 }
 
+// The pauses, closed gates and group limits a previous run stored. Types
+// pick their pause up when first seen (TypeOf), gates at Start
+// (RefreshType).
+void RestoreControls(SchedulerState& st) {
+  StoredControls& stored = st.config.recovered.controls;
+  st.paused = stored.paused;
+  st.paused_types = std::move(stored.paused_types);
+  st.closed_gates = std::move(stored.closed_gates);
+  for (auto& [group, limit] : stored.group_limits) {
+    st.groups[group].limit = limit;
+    st.RefreshGroup(group);
+  }
+  stored = StoredControls{};
+}
+
 scheduler_actor::behavior_type SchedulerBehavior(Self self,
                                                  SchedulerConfig config) {
   NameThisThread("spool-scheduler");
@@ -724,6 +753,7 @@ scheduler_actor::behavior_type SchedulerBehavior(Self self,
   }
   st.config.recovered.queue.clear();
   st.config.recovered.queue.shrink_to_fit();
+  RestoreControls(st);
   return {
       [self](changes_atom, QueueChanges& changes) {
         ApplyChanges(self, changes);
@@ -762,6 +792,9 @@ scheduler_actor::behavior_type SchedulerBehavior(Self self,
             return type.empty() || task.type == type;
           });
         }
+        s.StoreControl(
+            type.empty() ? ControlKind::kPaused : ControlKind::kPausedType,
+            type, SchedulerState::Flag(paused));
         if (type.empty()) {
           s.paused = paused;
         } else {
@@ -778,6 +811,11 @@ scheduler_actor::behavior_type SchedulerBehavior(Self self,
       [self](limit_atom, const std::string& group, uint32_t limit) {
         auto& s = self->state;
         s.groups[group].limit = limit;
+        std::string value;
+        for (int shift = 24; shift >= 0; shift -= 8) {
+          value.push_back(static_cast<char>(limit >> shift));
+        }
+        s.StoreControl(ControlKind::kGroupLimit, group, std::move(value));
         s.RefreshGroup(group);
         ScheduleDispatch(self);
       },
@@ -816,6 +854,13 @@ int64_t FirstPeriodicSlot(const Schedule& schedule, bool catch_up,
   int64_t from =
       last_stored_slot_us ? std::max(*last_stored_slot_us, now_us) : now_us;
   return micros(schedule.NextAfter(Timestamp(Duration(from))));
+}
+
+std::string ControlKey(ControlKind kind, std::string_view name) {
+  std::string key(kControlPrefix);
+  key.push_back(static_cast<char>(kind));
+  storage::PutKeyString(&key, name);
+  return key;
 }
 
 std::string RateStateKey(std::string_view type) {

@@ -74,6 +74,21 @@ scheduler_actor SpawnScheduler(caf::actor_system& system,
 // The meta key of a type's rate-limit state.
 std::string RateStateKey(std::string_view type);
 
+// The controls that survive a restart, stored in meta by the scheduler as
+// they change and restored by Open (RecoveryResult::controls): the pause of
+// the whole runtime, of a type, closed gates and group limits. A key is
+// kControlPrefix, a kind byte and the length-prefixed name; a value is one
+// byte (1: paused or closed, 0: not) or a group limit as 4 big-endian
+// bytes (0: the default limit).
+inline constexpr std::string_view kControlPrefix = "control/";
+enum class ControlKind : char {
+  kPaused = 'p',
+  kPausedType = 't',
+  kClosedGate = 'g',
+  kGroupLimit = 'l',
+};
+std::string ControlKey(ControlKind kind, std::string_view name);
+
 }  // namespace spool::actors
 
 #endif  // SPOOL_ACTORS_SCHEDULER_H_

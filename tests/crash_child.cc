@@ -8,6 +8,11 @@
 //   crash_child suicide DIR [--enqueue]
 //                                    runs tasks whose handler kills the
 //                                    process; with --enqueue adds one first
+//   crash_child controls DIR         pauses type "work", closes gate "g"
+//                                    (type "gated" requires it), enqueues
+//                                    one task of each, says "ready WORK
+//                                    GATED" once the controls are stored,
+//                                    and waits to be killed
 
 #include <atomic>
 #include <chrono>
@@ -118,6 +123,30 @@ int Suicide(const std::string& dir, bool enqueue) {
   return 0;
 }
 
+int Controls(const std::string& dir) {
+  auto runtime = OpenAt(dir);
+  spool::HandlerOptions gated;
+  gated.requires_gates = {"g"};
+  auto ok = [](spool::TaskContext&) { return spool::Status::OK(); };
+  spool::Status s = runtime->RegisterHandler("work", ok);
+  if (s.ok()) s = runtime->RegisterHandler("gated", ok, gated);
+  if (s.ok()) s = runtime->Start();
+  if (s.ok()) s = runtime->PauseType("work");
+  if (s.ok()) s = runtime->SetGate("g", false);
+  if (!s.ok()) Die(s);
+  // The scheduler sends the controls to the writer before it answers a
+  // Drain; what is enqueued after that is committed after them, so these
+  // acknowledgements say the controls are stored.
+  const auto drained = runtime->Drain().Wait();
+  if (!drained.ok()) Die(drained.status());
+  const auto work = runtime->Enqueue("work", "x").stored.Wait();
+  const auto gate = runtime->Enqueue("gated", "x").stored.Wait();
+  if (!work.ok()) Die(work.status());
+  if (!gate.ok()) Die(gate.status());
+  Say("ready " + std::to_string(*work) + " " + std::to_string(*gate));
+  for (;;) std::this_thread::sleep_for(1h);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -132,6 +161,10 @@ int main(int argc, char** argv) {
     return Suicide(argv[2],
                    argc >= 4 && std::strcmp(argv[3], "--enqueue") == 0);
   }
-  std::fprintf(stderr, "usage: crash_child enqueue|hang|suicide DIR ...\n");
+  if (argc >= 3 && std::strcmp(argv[1], "controls") == 0) {
+    return Controls(argv[2]);
+  }
+  std::fprintf(stderr,
+               "usage: crash_child enqueue|hang|suicide|controls DIR ...\n");
   return 2;
 }

@@ -4,6 +4,7 @@
 
 #include <fstream>
 #include <set>
+#include <sstream>
 #include <sys/wait.h>
 
 #include <spool/runtime.h>
@@ -168,6 +169,46 @@ TEST(CrashTest, ClaimsThatNeverStartedSpendNoAttempt) {
   ASSERT_TRUE(runtime->Start().ok());
   ASSERT_TRUE(Await(runtime->Drain()).ok());
   EXPECT_EQ(ran.load(), 8);
+}
+
+// Pauses and gates are stored: after a SIGKILL the reopened queue still
+// holds the paused type's task and the gated one, until they are lifted.
+TEST(CrashTest, PausesAndGatesSurviveSigkill) {
+  TempDir dir;
+  TaskId work = 0, gated = 0;
+  {
+    ChildProcess child({SPOOL_CRASH_CHILD, "controls", dir.Sub("q")});
+    auto line = child.ReadLine(kWait);
+    ASSERT_TRUE(line.has_value()) << "the child never got ready";
+    std::istringstream words(*line);
+    std::string ready;
+    words >> ready >> work >> gated;
+    ASSERT_TRUE(ready == "ready" && work != 0 && gated != 0) << *line;
+    child.Kill();
+  }
+  auto runtime = OpenOrDie(dir.Sub("q"));
+  std::atomic<int> ran{0};
+  auto count = [&ran](TaskContext&) {
+    ++ran;
+    return Status::OK();
+  };
+  HandlerOptions needs_gate;
+  needs_gate.requires_gates = {"g"};
+  ASSERT_TRUE(runtime->RegisterHandler("work", count).ok());
+  ASSERT_TRUE(runtime->RegisterHandler("gated", count, needs_gate).ok());
+  ASSERT_TRUE(runtime->Start().ok());
+  // Paused and gated tasks do not hold a Drain up.
+  ASSERT_TRUE(Await(runtime->Drain()).ok());
+  EXPECT_EQ(ran.load(), 0);
+  EXPECT_EQ(Await(runtime->GetTask(work))->status, TaskStatus::kPending);
+  EXPECT_EQ(Await(runtime->GetTask(gated))->status, TaskStatus::kPending);
+
+  ASSERT_TRUE(runtime->ResumeType("work").ok());
+  ASSERT_TRUE(runtime->SetGate("g", true).ok());
+  ASSERT_TRUE(Await(runtime->Drain()).ok());
+  EXPECT_EQ(ran.load(), 2);
+  EXPECT_EQ(Await(runtime->GetTask(work))->status, TaskStatus::kSucceeded);
+  EXPECT_EQ(Await(runtime->GetTask(gated))->status, TaskStatus::kSucceeded);
 }
 
 TEST(CrashTest, AfterAMachineRestartEveryClaimCountsItsAttempt) {

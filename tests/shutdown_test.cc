@@ -241,6 +241,55 @@ TEST(ShutdownTest, StoppingHandlersGiveTheirTasksBackWithoutSpendingAnAttempt) {
   ASSERT_TRUE(Await(runtime->Close()).ok());
 }
 
+// The pause of the whole runtime and a group's limit are stored: a reopened
+// runtime starts paused, and once resumed runs the group at most two at a
+// time on four workers.
+TEST(ShutdownTest, PauseAndGroupLimitsSurviveAReopen) {
+  TempDir dir;
+  Options options = DiskOptions(dir);
+  {
+    auto runtime = OpenOrDie(options);
+    ASSERT_TRUE(runtime->RegisterHandler("t", Ok).ok());
+    ASSERT_TRUE(runtime->Start().ok());
+    ASSERT_TRUE(runtime->SetGroupConcurrency("limited", 2).ok());
+    ASSERT_TRUE(runtime->Pause().ok());
+    ASSERT_TRUE(Await(runtime->Close()).ok());
+  }
+  auto runtime = OpenOrDie(options);
+  std::mutex mutex;
+  std::map<std::string, int> running, most;
+  std::atomic<int> runs{0};
+  auto track = [&](TaskContext& task) {
+    std::string group(task.group());
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      most[group] = std::max(most[group], ++running[group]);
+    }
+    std::this_thread::sleep_for(5ms);
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      --running[group];
+    }
+    ++runs;
+    return Status::OK();
+  };
+  ASSERT_TRUE(runtime->RegisterHandler("t", track).ok());
+  ASSERT_TRUE(runtime->Start().ok());
+  for (int i = 0; i < 16; ++i) {
+    EnqueueOptions enqueue;
+    enqueue.group = "limited";
+    ASSERT_TRUE(
+        Await(runtime->Enqueue(TaskSpec{"t", "x", enqueue}).stored).ok());
+  }
+  ASSERT_TRUE(Await(runtime->Drain()).ok());
+  EXPECT_EQ(runs.load(), 0) << "the reopened runtime was not paused";
+  ASSERT_TRUE(runtime->Resume().ok());
+  ASSERT_TRUE(Await(runtime->Drain()).ok());
+  EXPECT_EQ(runs.load(), 16);
+  EXPECT_LE(most["limited"], 2);
+  ASSERT_TRUE(Await(runtime->Close()).ok());
+}
+
 // Destroying a runtime without Close, with enqueues in flight and handlers
 // running, closes it: every acknowledged task is stored, none is left
 // running, and none that succeeded runs again.

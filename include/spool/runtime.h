@@ -263,7 +263,14 @@ class Runtime {
   virtual Future<void> Release(TaskId id) = 0;
 
   // Stops starting tasks (all, or of one type); running ones finish. Due
-  // retries wait too. Not stored: a restarted runtime runs everything.
+  // retries wait too.
+  //
+  // Pauses, gates and group limits are stored: the runtime writes each
+  // change with its next commit, within milliseconds and without blocking
+  // the caller, and Open restores them, after a crash too. A change made
+  // just before a crash may be lost; a Drain called after the change
+  // resolves only after it was handed to the writer, so anything enqueued
+  // after that Drain is stored after it.
   virtual Status Pause() = 0;
   virtual Status Resume() = 0;
   virtual Status PauseType(std::string_view type) = 0;
@@ -271,11 +278,12 @@ class Runtime {
 
   // Opens or closes a named gate. Tasks whose handler requires a closed gate
   // (HandlerOptions::requires_gates) wait, keeping their attempts; running
-  // ones are not stopped. Gates start open and are not stored.
+  // ones are not stopped. Gates start open; a closed one is stored (see
+  // Pause), as is one closed by TaskContext::DeferUntilOpen.
   virtual Status SetGate(std::string_view gate, bool open) = 0;
 
   // At most `max_running` tasks of `group` run at once; 0 removes the limit
-  // (Options::group_concurrency applies again). Not stored.
+  // (Options::group_concurrency applies again). Stored (see Pause).
   virtual Status SetGroupConcurrency(std::string_view group,
                                      uint32_t max_running) = 0;
 
