@@ -1,4 +1,4 @@
-#include "server/builtin_handlers.h"
+#include <spool/http/builtin_handlers.h>
 
 #include <algorithm>
 #include <cctype>

@@ -8,8 +8,6 @@
 // A GET /v1/events turns the connection into an event stream for the rest
 // of its life: frames are queued on its strand and written one at a time.
 
-#include "server/http_server.h"
-
 #include <array>
 #include <atomic>
 #include <boost/asio.hpp>
@@ -26,6 +24,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include <spool/http/http_server.h>
 #include <spool/statistics.h>
 
 #include "server/api_json.h"
@@ -358,15 +357,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
     // the buffer already: parse it from there rather than through another
     // asynchronous read, whose completion would be one more trip through
     // the io loop.
-    beast::error_code ec;
     while (!parser_->is_done() && buffer_.size() > 0) {
-      size_t used = parser_->put(buffer_.data(), ec);
+      beast::error_code put_ec;
+      size_t used = parser_->put(buffer_.data(), put_ec);
       buffer_.consume(used);
-      if (ec == bhttp::error::need_more) {
-        ec = {};
-        break;
-      }
-      if (ec) return OnReadError(ec);
+      if (put_ec == bhttp::error::need_more) break;
+      if (put_ec) return OnReadError(put_ec);
       if (used == 0) break;
     }
     if (parser_->is_done()) {

@@ -1,4 +1,4 @@
-#include "server/spoold_config.h"
+#include <spool/http/spoold_config.h>
 
 #include <algorithm>
 #include <cerrno>

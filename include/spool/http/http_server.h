@@ -21,8 +21,8 @@
 //
 // Thread safety: every method may be called from any thread.
 
-#ifndef SPOOL_SERVER_HTTP_SERVER_H_
-#define SPOOL_SERVER_HTTP_SERVER_H_
+#ifndef SPOOL_INCLUDE_HTTP_HTTP_SERVER_H_
+#define SPOOL_INCLUDE_HTTP_HTTP_SERVER_H_
 
 #include <cstdint>
 #include <memory>
@@ -31,7 +31,7 @@
 #include <spool/runtime.h>
 #include <spool/status.h>
 
-#include "server/server_options.h"
+#include <spool/http/server_options.h>
 
 namespace spool::http {
 
@@ -84,4 +84,4 @@ class HttpServer {
 
 }  // namespace spool::http
 
-#endif  // SPOOL_SERVER_HTTP_SERVER_H_
+#endif  // SPOOL_INCLUDE_HTTP_HTTP_SERVER_H_
