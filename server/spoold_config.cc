@@ -1,5 +1,3 @@
-#include <spool/http/spoold_config.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
@@ -11,6 +9,7 @@
 #include <sstream>
 
 #include <spool/config.h>
+#include <spool/http/spoold_config.h>
 
 #include <toml++/toml.h>
 

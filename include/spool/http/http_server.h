@@ -28,10 +28,9 @@
 #include <memory>
 
 #include <spool/future.h>
+#include <spool/http/server_options.h>
 #include <spool/runtime.h>
 #include <spool/status.h>
-
-#include <spool/http/server_options.h>
 
 namespace spool::http {
 

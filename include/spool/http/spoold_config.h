@@ -21,11 +21,10 @@
 #include <string_view>
 #include <vector>
 
-#include <spool/options.h>
-#include <spool/status.h>
-
 #include <spool/http/builtin_handlers.h>
 #include <spool/http/server_options.h>
+#include <spool/options.h>
+#include <spool/status.h>
 
 namespace spool::http {
 
