@@ -20,11 +20,10 @@
 #include <string>
 #include <vector>
 
+#include <spool/http/builtin_handlers.h>
+#include <spool/http/http_server.h>
+#include <spool/http/spoold_config.h>
 #include <spool/runtime.h>
-
-#include "server/builtin_handlers.h"
-#include "server/http_server.h"
-#include "server/spoold_config.h"
 
 namespace {
 

@@ -798,11 +798,16 @@ void ApplyPeriodic(std::string_view name, const toml::table& table,
 // Applies a whole parsed file to *options. On error *options may be partly
 // updated; the caller works on a copy.
 Status ApplyTable(const toml::table& root, std::string_view source,
-                  Options* options) {
+                  Options* options,
+                  const std::vector<std::string>* app_names = nullptr) {
   FirstErrorInFile errors;
   for (const auto& [key, node] : root) {
     std::string_view name = key.str();
     uint32_t line = LineOf(key.source());
+    if (app_names != nullptr && std::find(app_names->begin(), app_names->end(),
+                                          name) != app_names->end()) {
+      continue;
+    }
     if (name == "periodic") {
       const toml::table* tasks = node.as_table();
       if (tasks == nullptr) {
@@ -838,6 +843,67 @@ Status ApplyTable(const toml::table& root, std::string_view source,
     }
   }
   return errors.status();
+}
+
+// Marks in *lines every line that `node` (the value of `key`) spans: the
+// key, the value to its last line, and the headers of the tables below.
+void MarkLines(const toml::key& key, const toml::node& node,
+               std::vector<bool>* lines) {
+  auto mark = [lines](uint32_t from, uint32_t to) {
+    for (uint32_t l = from; l >= 1 && l <= to && l <= lines->size(); ++l)
+      (*lines)[l - 1] = true;
+  };
+  const toml::table* table = node.as_table();
+  if (table != nullptr && !table->is_inline()) {
+    mark(LineOf(table->source()), LineOf(table->source()));
+    for (const auto& [sub_key, sub_node] : *table)
+      MarkLines(sub_key, sub_node, lines);
+    return;
+  }
+  if (const toml::array* array = node.as_array();
+      array != nullptr && array->is_array_of_tables()) {
+    // [[name]] tables: each header and its keys.
+    for (const toml::node& element : *array) {
+      if (const toml::table* t = element.as_table(); t && !t->is_inline()) {
+        mark(LineOf(t->source()), LineOf(t->source()));
+        for (const auto& [sub_key, sub_node] : *t)
+          MarkLines(sub_key, sub_node, lines);
+      } else {
+        mark(LineOf(element.source()), element.source().end.line);
+      }
+    }
+    return;
+  }
+  mark(LineOf(key.source()),
+       std::max(LineOf(key.source()), node.source().end.line));
+}
+
+// The lines of `text` that the top-level keys in `names` span, the others
+// blanked (AppSections::toml_text).
+std::string AppText(std::string_view text, const toml::table& root,
+                    const std::vector<std::string>& names) {
+  std::vector<std::string_view> lines;
+  for (size_t start = 0; start <= text.size();) {
+    size_t end = text.find('\n', start);
+    if (end == std::string_view::npos) end = text.size();
+    lines.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  std::vector<bool> keep(lines.size(), false);
+  bool any = false;
+  for (const auto& [key, node] : root) {
+    if (std::find(names.begin(), names.end(), key.str()) == names.end())
+      continue;
+    any = true;
+    MarkLines(key, node, &keep);
+  }
+  std::string out;
+  if (!any) return out;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (keep[i]) out += lines[i];
+    out += '\n';
+  }
+  return out;
 }
 
 // Applies one override without copying *options: the setter runs only after
@@ -963,6 +1029,54 @@ Status LoadOptions(const std::string& path,
   Status status = ReadFile(path, &contents);
   if (!status.ok()) return status;
   return ParseOptions(contents, path, overrides, options);
+}
+
+Status ParseOptions(std::string_view toml_text, std::string_view source_name,
+                    const std::vector<std::string>& overrides, Options* options,
+                    AppSections* app) {
+  for (const std::string& name : app->names) {
+    if (IsKnownSection(name) || name == "periodic" || name.empty()) {
+      return Status::InvalidArgument(
+          "AppSections: \"" + name +
+          "\" is one of spool's own sections; an application owns only "
+          "others");
+    }
+  }
+  toml::table root;
+  Status status = ParseToml(toml_text, source_name, &root);
+  if (!status.ok()) return status;
+
+  Options candidate = *options;
+  status = ApplyTable(root, source_name, &candidate, &app->names);
+  if (!status.ok()) return status;
+  std::vector<std::string> app_overrides;
+  for (const std::string& assignment : overrides) {
+    std::string_view section =
+        std::string_view(assignment)
+            .substr(0, std::min(assignment.find('.'), assignment.find('=')));
+    if (std::find(app->names.begin(), app->names.end(), section) !=
+        app->names.end()) {
+      app_overrides.push_back(assignment);
+      continue;
+    }
+    status = ApplyOverrideInPlace(assignment, &candidate);
+    if (!status.ok()) return status;
+  }
+  status = candidate.Validate();
+  if (!status.ok()) return status.WithContext(source_name);
+  app->toml_text = AppText(toml_text, root, app->names);
+  app->overrides = std::move(app_overrides);
+  *options = std::move(candidate);
+  return Status::OK();
+}
+
+Status LoadOptions(const std::string& path,
+                   const std::vector<std::string>& overrides, Options* options,
+                   AppSections* app) {
+  std::string contents;
+  Status status = ReadFile(path, &contents);
+  if (!status.ok()) return status;
+  return ParseOptions(contents, path, overrides, options, app);
 }
 
 Status ApplyOverride(std::string_view assignment, Options* options) {

@@ -476,6 +476,79 @@ TEST(LoadOptionsTest, ReadsTheFileAndAppliesOverrides) {
   EXPECT_EQ(options.readers, 4);
 }
 
+// ---------------------------------------------------------------------------
+// Sections an embedding application owns (AppSections).
+
+TEST(AppSectionsTest, LeavesOwnedSectionsAndOverridesToTheApplication) {
+  const std::string text =
+      "[storage]\n"                 // 1
+      "path = \"/q\"\n"             // 2
+      "[server]\n"                  // 3
+      "listen = \"::1:1\" # c\n"    // 4
+      "[runtime]\n"                 // 5
+      "workers = 6\n"               // 6
+      "[handlers.sleep]\n"          // 7
+      "allow = [\n"                 // 8
+      "  \"a\",\n"                  // 9
+      "]\n"                         // 10
+      "[handlers.\"http.post\"]\n"  // 11
+      "url = \"\"\n";               // 12
+  Options options;
+  AppSections app;
+  app.names = {"server", "handlers"};
+  Status status = ParseOptions(
+      text, kSource,
+      {"server.listen=x", "runtime.readers=4", "handlers.noop.enabled=false"},
+      &options, &app);
+  ASSERT_TRUE(status.ok()) << status.ToString();
+  EXPECT_EQ(options.path, "/q");
+  EXPECT_EQ(options.workers, 6);
+  EXPECT_EQ(options.readers, 4);
+  // The owned lines at their own line numbers, the others blank.
+  EXPECT_EQ(app.toml_text,
+            "\n\n[server]\nlisten = \"::1:1\" # c\n\n\n[handlers.sleep]\n"
+            "allow = [\n  \"a\",\n]\n[handlers.\"http.post\"]\nurl = \"\"\n\n");
+  EXPECT_EQ(app.overrides,
+            (std::vector<std::string>{"server.listen=x",
+                                      "handlers.noop.enabled=false"}));
+}
+
+TEST(AppSectionsTest, UnownedSectionsAreStillRefused) {
+  Options options;
+  AppSections app;
+  app.names = {"server"};
+  Status status =
+      ParseOptions("[storage]\npath = \"/q\"\n[handlers.x]\na = 1\n", kSource,
+                   {}, &options, &app);
+  EXPECT_THAT(status.ToString(), HasSubstr("handlers: unknown section"));
+  status = ParseOptions("[storage]\npath = \"/q\"\n", kSource,
+                        {"handlers.x.a=1"}, &options, &app);
+  EXPECT_FALSE(status.ok());
+}
+
+TEST(AppSectionsTest, NoOwnedSectionGivesEmptyTextAndSpoolsOwnAreRefused) {
+  Options options;
+  AppSections app;
+  app.names = {"server"};
+  ASSERT_TRUE(
+      ParseOptions("[storage]\npath = \"/q\"\n", kSource, {}, &options, &app)
+          .ok());
+  EXPECT_EQ(app.toml_text, "");
+  AppSections bad;
+  bad.names = {"runtime"};
+  EXPECT_THAT(ParseOptions("", kSource, {}, &options, &bad).ToString(),
+              HasSubstr("one of spool's own sections"));
+}
+
+TEST(AppSectionsTest, ShippedConfigLoadsWithOwnedSections) {
+  Options options;
+  AppSections app;
+  app.names = {"server", "handlers"};
+  Status status = LoadOptions(ShippedConfigPath(), {}, &options, &app);
+  ASSERT_TRUE(status.ok()) << status.ToString();
+  ExpectSameOptions(options, DocumentedDefaults());
+}
+
 TEST(LoadOptionsTest, ErrorsNameThePath) {
   testing::TempDir dir;
   std::string path = dir.Sub("bad.toml");

@@ -103,7 +103,9 @@ Status ParseRetryPolicy(const json& value, const std::string& field,
   return Status::OK();
 }
 
-Status ParseTask(const json& value, const std::string& prefix, TaskSpec* spec) {
+// Takes `value` by reference to move its strings (type, payload) out rather
+// than copy them; `value` is not used afterwards.
+Status ParseTask(json& value, const std::string& prefix, TaskSpec* spec) {
   auto field_name = [&prefix](const std::string& key) {
     return prefix.empty() ? key : prefix + "." + key;
   };
@@ -115,19 +117,24 @@ Status ParseTask(const json& value, const std::string& prefix, TaskSpec* spec) {
   TaskSpec parsed;
   bool has_type = false, has_payload = false, has_delay = false,
        has_run_at = false;
-  for (const auto& [key, member] : value.items()) {
+  for (auto&& [key, member] : value.items()) {
     std::string name = field_name(key);
     EnqueueOptions& o = parsed.options;
     Status s;
     if (key == "type") {
-      s = GetString(member, name, &parsed.type);
+      if (member.is_string()) {
+        parsed.type = std::move(member.get_ref<std::string&>());
+      } else {
+        s = FieldError(name, "expected a string");
+      }
       has_type = true;
     } else if (key == "payload") {
       if (has_payload)
         return FieldError(name, "give payload or payload_base64, not both");
       has_payload = true;
-      parsed.payload =
-          member.is_string() ? member.get<std::string>() : member.dump();
+      parsed.payload = member.is_string()
+                           ? std::move(member.get_ref<std::string&>())
+                           : member.dump();
     } else if (key == "payload_base64") {
       if (has_payload)
         return FieldError(name, "give payload or payload_base64, not both");
@@ -284,8 +291,8 @@ Status ParseBatchRequest(std::string_view body, std::vector<TaskSpec>* specs) {
   if (Status s = ParseBody(body, &value); !s.ok()) return s;
   if (!value.is_object())
     return Status::InvalidArgument("body: expected a JSON object");
-  const json* tasks = nullptr;
-  for (const auto& [key, member] : value.items()) {
+  json* tasks = nullptr;
+  for (auto&& [key, member] : value.items()) {
     if (key != "tasks")
       return FieldError(key, "unknown field; a batch takes tasks");
     tasks = &member;

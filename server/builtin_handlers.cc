@@ -1,5 +1,3 @@
-#include "server/builtin_handlers.h"
-
 #include <algorithm>
 #include <cctype>
 #include <curl/curl.h>
@@ -7,6 +5,8 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
+
+#include <spool/http/builtin_handlers.h>
 
 #include "server/url_allow_list.h"
 

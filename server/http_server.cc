@@ -8,8 +8,7 @@
 // A GET /v1/events turns the connection into an event stream for the rest
 // of its life: frames are queued on its strand and written one at a time.
 
-#include "server/http_server.h"
-
+#include <array>
 #include <atomic>
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
@@ -25,6 +24,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include <spool/http/http_server.h>
 #include <spool/statistics.h>
 
 #include "server/api_json.h"
@@ -353,6 +353,22 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
   void ReadBody() {
+    // The body of a small request usually came with its header and is in
+    // the buffer already: parse it from there rather than through another
+    // asynchronous read, whose completion would be one more trip through
+    // the io loop.
+    while (!parser_->is_done() && buffer_.size() > 0) {
+      beast::error_code put_ec;
+      size_t used = parser_->put(buffer_.data(), put_ec);
+      buffer_.consume(used);
+      if (put_ec == bhttp::error::need_more) break;
+      if (put_ec) return OnReadError(put_ec);
+      if (used == 0) break;
+    }
+    if (parser_->is_done()) {
+      stream_.expires_never();
+      return Dispatch(parser_->release());
+    }
     stream_.expires_after(server_->options().body_timeout);
     bhttp::async_read(
         stream_, buffer_, *parser_,
@@ -407,32 +423,98 @@ class Connection : public std::enable_shared_from_this<Connection> {
     return Error(status, code, s.message(), version_);
   }
 
-  // From any thread: answers the request in flight.
+  // From any thread: answers the request in flight. The response moves
+  // into the posted handler (asio takes move-only handlers), not into a
+  // shared copy.
   void Respond(Response res) {
-    auto shared = std::make_shared<Response>(std::move(res));
-    asio::post(stream_.get_executor(), [self = shared_from_this(), shared] {
-      self->Write(std::move(*shared));
+    asio::post(stream_.get_executor(),
+               [self = shared_from_this(), res = std::move(res)]() mutable {
+                 self->Write(std::move(res));
+               });
+  }
+
+  // Answers with `body`, bytes owned by `keep` (e.g. a future's result),
+  // written from where they are: a 350 KB listing is not copied.
+  void RespondBytes(bhttp::status status, std::string_view body,
+                    std::shared_ptr<const void> keep) {
+    asio::post(stream_.get_executor(), [self = shared_from_this(), status, body,
+                                        keep = std::move(keep)] {
+      Response res = Json(status, std::string(), self->version_);
+      self->Write(std::move(res), body, std::move(keep));
     });
   }
 
-  void Write(Response res) {
+  // Writes `res`, the status line and fields formatted here into one
+  // buffer the connection reuses (Beast's serializer cost more than the
+  // rest of an enqueue's response), and its body (or `external`, kept
+  // alive by `keep`) as the second buffer of the same write.
+  void Write(Response res, std::optional<std::string_view> external = {},
+             std::shared_ptr<const void> keep = nullptr) {
     if (closed_) return;
-    bool keep = keep_alive_ && res.keep_alive() && !server_->stopping();
-    res.keep_alive(keep);
-    res.prepare_payload();
-    auto shared = std::make_shared<Response>(std::move(res));
+    bool keep_open = keep_alive_ && res.keep_alive() && !server_->stopping();
+    out_body_ = std::move(res.body());
+    std::string_view body = external ? *external : std::string_view(out_body_);
+    out_keep_ = std::move(keep);
+    FormatHead(res, body.size(), keep_open, &out_head_);
+    std::array<asio::const_buffer, 2> buffers{
+        asio::buffer(out_head_), asio::buffer(body.data(), body.size())};
     stream_.expires_after(server_->options().write_timeout);
-    bhttp::async_write(stream_, *shared,
-                       [self = shared_from_this(), shared, keep](
-                           beast::error_code ec, size_t) {
-                         self->stream_.expires_never();
-                         if (self->busy_) {
-                           self->busy_ = false;
-                           self->server_->in_flight.fetch_sub(1);
-                         }
-                         if (ec || !keep) return self->DoClose();
-                         self->ReadHeader();
-                       });
+    // All that is left in each write_some: asio's default caps every
+    // send at 64 KiB, and each cap costs a trip through the io loop (a
+    // 350 KB listing took six sends with an epoll_wait between each).
+    size_t total = out_head_.size() + body.size();
+    auto remaining = [total](const beast::error_code& ec,
+                             size_t written) -> size_t {
+      return ec ? 0 : total - written;
+    };
+    asio::async_write(
+        stream_, buffers, remaining,
+        [self = shared_from_this(), keep_open](beast::error_code ec, size_t) {
+          self->stream_.expires_never();
+          self->out_keep_.reset();
+          if (self->busy_) {
+            self->busy_ = false;
+            self->server_->in_flight.fetch_sub(1);
+          }
+          if (ec || !keep_open) return self->DoClose();
+          self->ReadHeader();
+        });
+  }
+
+  // The status line and fields of `res` with Content-Length and, when the
+  // connection's default is not what is wanted, Connection, as HTTP/1.1
+  // (or 1.0) puts them; into *out, whose capacity is reused.
+  static void FormatHead(const Response& res, size_t body_size, bool keep_open,
+                         std::string* out) {
+    out->clear();
+    out->append(res.version() == 10 ? "HTTP/1.0 " : "HTTP/1.1 ");
+    char code[4] = {static_cast<char>('0' + res.result_int() / 100),
+                    static_cast<char>('0' + res.result_int() / 10 % 10),
+                    static_cast<char>('0' + res.result_int() % 10), ' '};
+    out->append(code, 4);
+    beast::string_view reason = bhttp::obsolete_reason(res.result());
+    out->append(reason.data(), reason.size());
+    out->append("\r\n");
+    for (const auto& field : res) {
+      if (field.name() == bhttp::field::content_length ||
+          field.name() == bhttp::field::connection)
+        continue;
+      beast::string_view name = field.name_string();
+      beast::string_view value = field.value();
+      out->append(name.data(), name.size());
+      out->append(": ");
+      out->append(value.data(), value.size());
+      out->append("\r\n");
+    }
+    out->append("Content-Length: ");
+    out->append(std::to_string(body_size));
+    out->append("\r\n");
+    if (!keep_open && res.version() >= 11) {
+      out->append("Connection: close\r\n");
+    } else if (keep_open && res.version() == 10) {
+      out->append("Connection: keep-alive\r\n");
+    }
+    out->append("\r\n");
   }
 
   void DoClose() {
@@ -465,10 +547,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
           self->Respond(to_response(*result));
         });
   }
+  // A future's JSON bytes as the body, written from the future's own
+  // result (the callback holds the future, so the bytes stay alive).
   void AnswerJsonBytes(Future<std::string> future) {
-    unsigned version = version_;
-    Answer(std::move(future), [version](const std::string& body) {
-      return Json(bhttp::status::ok, body, version);
+    auto held = std::make_shared<Future<std::string>>(future);
+    future.Then([self = shared_from_this(),
+                 held = std::move(held)](const Result<std::string>& result) {
+      if (!result.ok()) return self->Respond(self->ErrorFor(result.status()));
+      self->RespondBytes(bhttp::status::ok, *result, held);
     });
   }
 
@@ -525,6 +611,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::deque<Frame> queue_;
   std::vector<Watch> watches_;
   char probe_[256];
+  // The response being written: its head and body, and what keeps an
+  // external body alive. Reused from request to request.
+  std::string out_head_;
+  std::string out_body_;
+  std::shared_ptr<const void> out_keep_;
 };
 
 // ---- EventHub ----

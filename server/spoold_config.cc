@@ -1,5 +1,3 @@
-#include "server/spoold_config.h"
-
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
@@ -8,10 +6,10 @@
 #include <functional>
 #include <limits>
 #include <optional>
-#include <set>
 #include <sstream>
 
 #include <spool/config.h>
+#include <spool/http/spoold_config.h>
 
 #include <toml++/toml.h>
 
@@ -340,16 +338,6 @@ Status ApplyHandlerKey(BuiltinHandlersOptions* handlers, std::string_view name,
 
 uint32_t LineOf(const toml::node& node) { return node.source().begin.line; }
 
-// Collects the header lines of every non-inline table under `table`.
-void HeaderLines(const toml::table& table, std::set<uint32_t>* lines) {
-  for (const auto& [key, node] : table) {
-    if (const toml::table* sub = node.as_table()) {
-      if (!sub->is_inline() && LineOf(*sub) > 0) lines->insert(LineOf(*sub));
-      HeaderLines(*sub, lines);
-    }
-  }
-}
-
 Status ParseTomlText(std::string_view text, std::string_view source,
                      toml::table* root) {
 #if TOML_EXCEPTIONS
@@ -379,53 +367,20 @@ Status ParseTomlText(std::string_view text, std::string_view source,
 Status ParseSpooldConfig(std::string_view toml_text, std::string_view source,
                          const std::vector<std::string>& overrides,
                          SpooldConfig* config) {
-  toml::table root;
-  if (Status s = ParseTomlText(toml_text, source, &root); !s.ok()) return s;
+  // The runtime's sections go to spool::ParseOptions, which leaves [server]
+  // and [handlers.*] (and their overrides) to us: their lines come back at
+  // their line numbers, so our messages name the file's lines.
   SpooldConfig candidate = *config;
-
-  // The runtime's sections go to spool::ParseOptions with [server] and
-  // [handlers.*] blanked out line for line, so that its messages keep
-  // their line numbers.
-  std::set<uint32_t> headers, owned;
-  HeaderLines(root, &headers);
-  for (const char* section : {"server", "handlers"}) {
-    const toml::node* node = root.get(section);
-    if (node == nullptr) continue;
-    if (const toml::table* table = node->as_table()) {
-      if (LineOf(*table) > 0 && headers.count(LineOf(*table)))
-        owned.insert(LineOf(*table));
-      std::set<uint32_t> below;
-      HeaderLines(*table, &below);
-      owned.insert(below.begin(), below.end());
-    }
-  }
-  std::vector<std::string> lines;
-  {
-    std::string line;
-    std::istringstream in{std::string(toml_text)};
-    while (std::getline(in, line)) lines.push_back(line);
-  }
-  for (uint32_t start : owned) {
-    auto next = headers.upper_bound(start);
-    uint32_t end =
-        next == headers.end() ? static_cast<uint32_t>(lines.size()) : *next - 1;
-    for (uint32_t l = start; l <= end && l <= lines.size(); ++l)
-      lines[l - 1].clear();
-  }
-  std::string runtime_text;
-  for (const std::string& line : lines) runtime_text += line + "\n";
-
-  std::vector<std::string> runtime_overrides;
-  std::vector<std::string> own_overrides;
-  for (const std::string& o : overrides) {
-    bool own = o.rfind("server.", 0) == 0 || o.rfind("handlers.", 0) == 0;
-    (own ? own_overrides : runtime_overrides).push_back(o);
-  }
-  if (Status s = ParseOptions(runtime_text, source, runtime_overrides,
-                              &candidate.runtime);
+  AppSections app;
+  app.names = {"server", "handlers"};
+  if (Status s =
+          ParseOptions(toml_text, source, overrides, &candidate.runtime, &app);
       !s.ok()) {
     return s;
   }
+  toml::table root;
+  if (Status s = ParseTomlText(app.toml_text, source, &root); !s.ok()) return s;
+  const std::vector<std::string>& own_overrides = app.overrides;
 
   // [server]
   if (const toml::node* node = root.get("server")) {

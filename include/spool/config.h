@@ -53,6 +53,38 @@ Status ParseOptions(std::string_view toml_text, std::string_view source_name,
                     const std::vector<std::string>& overrides,
                     Options* options);
 
+// Sections of the one config file that an embedding application owns, such
+// as spoold's [server] and [handlers.NAME]: ParseOptions and LoadOptions
+// leave them to it instead of refusing them as unknown.
+struct AppSections {
+  // In: the top-level names the application owns ("server" covers
+  // [server], [server.x] and server.key = ... alike). None may be one of
+  // spool's own sections (InvalidArgument otherwise).
+  std::vector<std::string> names;
+
+  // Out: the file's text with every line that is not part of an owned
+  // section blanked, so that it has the owned tables only and each at its
+  // original line number (the application's own TOML parser then reports
+  // the file's lines). Empty when the file has none of them.
+  std::string toml_text;
+
+  // Out: the overrides whose section is an owned name, in order, as given
+  // ("server.listen=..."); the others are applied to the options.
+  std::vector<std::string> overrides;
+};
+
+// ParseOptions and LoadOptions, with the sections in app->names left to the
+// application: they are not checked here, beyond being TOML. On failure
+// *options and app's outputs are unchanged.
+//
+// REQUIRES: options != nullptr, app != nullptr.
+Status ParseOptions(std::string_view toml_text, std::string_view source_name,
+                    const std::vector<std::string>& overrides, Options* options,
+                    AppSections* app);
+Status LoadOptions(const std::string& path,
+                   const std::vector<std::string>& overrides, Options* options,
+                   AppSections* app);
+
 // Sets one key from a "section.key=value" assignment, such as
 // "runtime.workers=8" or "storage.path=/var/lib/spool". The value is
 // everything after the first '=', taken literally (no quotes needed for

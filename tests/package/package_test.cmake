@@ -4,6 +4,8 @@
 #   install           cmake --install of spool's build tree into PREFIX, and
 #                     a check of what went there
 #   find_package      builds consumer/ against PREFIX with find_package, runs it
+#   http              builds http_consumer/ (a spoold of one's own) against
+#                     PREFIX with find_package(spool COMPONENTS http), runs it
 #   pkg_config        builds consumer/consumer.cc with the compiler and
 #                     `pkg-config --cflags --libs spool` alone, runs it
 #   add_subdirectory  builds consumer/ with spool as a subdirectory, runs it
@@ -49,30 +51,33 @@ endfunction()
 
 function(step_install build prefix)
   # The library must be there to be installed (a no-op after a build).
-  run("building spool" ${CMAKE_COMMAND} --build ${build} --target spool
+  run("building spool" ${CMAKE_COMMAND} --build ${build} --target spool spool_http
       --parallel 2)
   file(REMOVE_RECURSE ${prefix})
   run("cmake --install" ${CMAKE_COMMAND} --install ${build} --prefix ${prefix})
 
   # Exactly the public headers, the library and the two package files.
-  file(GLOB headers RELATIVE ${SOURCE_DIR}/include ${SOURCE_DIR}/include/spool/*.h)
+  file(GLOB headers RELATIVE ${SOURCE_DIR}/include ${SOURCE_DIR}/include/spool/*.h
+       ${SOURCE_DIR}/include/spool/http/*.h)
   list(APPEND headers spool/version.h)
   set(expected)
   foreach(h ${headers})
     list(APPEND expected include/${h})
   endforeach()
-  file(GLOB libraries RELATIVE ${prefix} ${prefix}/${LIBDIR}/libspool.*)
+  file(GLOB libraries RELATIVE ${prefix} ${prefix}/${LIBDIR}/libspool.*
+       ${prefix}/${LIBDIR}/libspool_http.*)
   if(NOT libraries)
     message(FATAL_ERROR "no libspool in ${prefix}/${LIBDIR}")
   endif()
   foreach(f spoolConfig.cmake spoolConfigVersion.cmake spoolTargets.cmake
-            spoolDependencies.cmake FindCAF.cmake)
+            spoolHttpTargets.cmake spoolDependencies.cmake FindCAF.cmake)
     list(APPEND expected ${LIBDIR}/cmake/spool/${f})
   endforeach()
   list(APPEND expected ${libraries} ${LIBDIR}/pkgconfig/spool.pc)
   file(GLOB_RECURSE installed LIST_DIRECTORIES false RELATIVE ${prefix} ${prefix}/*)
   # The per-configuration part of the export (spoolTargets-relwithdebinfo.cmake).
-  list(FILTER installed EXCLUDE REGEX "/cmake/spool/spoolTargets-[a-z]*\\.cmake$")
+  list(FILTER installed EXCLUDE
+       REGEX "/cmake/spool/spool(Http)?Targets-[a-z]*\\.cmake$")
   list(SORT expected)
   list(SORT installed)
   if(NOT expected STREQUAL installed)
@@ -105,6 +110,24 @@ function(step_find_package prefix)
   run_consumer(${WORK_DIR}/build/consumer)
 endfunction()
 
+function(step_http prefix)
+  set(dir ${WORK_DIR}/build)
+  run("configuring the http consumer" ${CMAKE_COMMAND}
+      -S ${SOURCE_DIR}/tests/package/http_consumer -B ${dir} -G ${GENERATOR}
+      -DCMAKE_CXX_COMPILER=${CXX} "-DCMAKE_CXX_FLAGS=${CXX_FLAGS}"
+      "-DCMAKE_EXE_LINKER_FLAGS=${LINK_FLAGS}" -DCMAKE_PREFIX_PATH=${prefix}
+      -DSPOOL_EXPECT_PREFIX=${prefix})
+  run("building the http consumer" ${CMAKE_COMMAND} --build ${dir} --parallel 2)
+  file(REMOVE_RECURSE ${WORK_DIR}/queue)
+  run("the http consumer" ${dir}/own_spoold ${WORK_DIR}/queue)
+  if(NOT run_output MATCHES "spool ${VERSION}\n" OR
+     NOT run_output MATCHES "readyz 200\n" OR
+     NOT run_output MATCHES "task [0-9]+ succeeded")
+    message(FATAL_ERROR "unexpected http consumer output:\n${run_output}")
+  endif()
+  message(STATUS "http consumer: ${run_output}")
+endfunction()
+
 function(step_pkg_config prefix)
   set(ENV{PKG_CONFIG_PATH} ${prefix}/${LIBDIR}/pkgconfig)
   run("pkg-config --modversion" ${PKG_CONFIG} --modversion spool)
@@ -132,6 +155,8 @@ if(STEP STREQUAL "install")
   step_install(${BUILD_DIR} ${PREFIX})
 elseif(STEP STREQUAL "find_package")
   step_find_package(${PREFIX})
+elseif(STEP STREQUAL "http")
+  step_http(${PREFIX})
 elseif(STEP STREQUAL "pkg_config")
   step_pkg_config(${PREFIX})
 elseif(STEP STREQUAL "add_subdirectory")
@@ -155,6 +180,8 @@ elseif(STEP STREQUAL "shared")
   set(outer_work ${WORK_DIR})
   set(WORK_DIR ${outer_work}/find_package)
   step_find_package(${outer_work}/prefix)
+  set(WORK_DIR ${outer_work}/http)
+  step_http(${outer_work}/prefix)
   set(WORK_DIR ${outer_work}/pkg_config)
   step_pkg_config(${outer_work}/prefix)
 else()

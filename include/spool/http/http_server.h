@@ -21,17 +21,16 @@
 //
 // Thread safety: every method may be called from any thread.
 
-#ifndef SPOOL_SERVER_HTTP_SERVER_H_
-#define SPOOL_SERVER_HTTP_SERVER_H_
+#ifndef SPOOL_INCLUDE_HTTP_HTTP_SERVER_H_
+#define SPOOL_INCLUDE_HTTP_HTTP_SERVER_H_
 
 #include <cstdint>
 #include <memory>
 
 #include <spool/future.h>
+#include <spool/http/server_options.h>
 #include <spool/runtime.h>
 #include <spool/status.h>
-
-#include "server/server_options.h"
 
 namespace spool::http {
 
@@ -84,4 +83,4 @@ class HttpServer {
 
 }  // namespace spool::http
 
-#endif  // SPOOL_SERVER_HTTP_SERVER_H_
+#endif  // SPOOL_INCLUDE_HTTP_HTTP_SERVER_H_

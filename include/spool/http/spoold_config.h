@@ -14,18 +14,17 @@
 //
 // Thread safety: free functions on values; safe to call concurrently.
 
-#ifndef SPOOL_SERVER_SPOOLD_CONFIG_H_
-#define SPOOL_SERVER_SPOOLD_CONFIG_H_
+#ifndef SPOOL_INCLUDE_HTTP_SPOOLD_CONFIG_H_
+#define SPOOL_INCLUDE_HTTP_SPOOLD_CONFIG_H_
 
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include <spool/http/builtin_handlers.h>
+#include <spool/http/server_options.h>
 #include <spool/options.h>
 #include <spool/status.h>
-
-#include "server/builtin_handlers.h"
-#include "server/server_options.h"
 
 namespace spool::http {
 
@@ -58,4 +57,4 @@ std::string DescribeSpooldConfig(const SpooldConfig& config);
 
 }  // namespace spool::http
 
-#endif  // SPOOL_SERVER_SPOOLD_CONFIG_H_
+#endif  // SPOOL_INCLUDE_HTTP_SPOOLD_CONFIG_H_

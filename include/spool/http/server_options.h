@@ -1,11 +1,11 @@
 // ServerOptions: every setting of spoold's HTTP server, with its default.
 //
 // A plain struct, like spool::Options. Fill it in code, or load it with the
-// runtime's options from one TOML file (server/server_config.h), whose
+// runtime's options from one TOML file (spool/http/spoold_config.h), whose
 // [server] table config/spool.toml documents key by key.
 
-#ifndef SPOOL_SERVER_SERVER_OPTIONS_H_
-#define SPOOL_SERVER_SERVER_OPTIONS_H_
+#ifndef SPOOL_INCLUDE_HTTP_SERVER_OPTIONS_H_
+#define SPOOL_INCLUDE_HTTP_SERVER_OPTIONS_H_
 
 #include <chrono>
 #include <cstddef>
@@ -72,4 +72,4 @@ struct ServerOptions {
 
 }  // namespace spool::http
 
-#endif  // SPOOL_SERVER_SERVER_OPTIONS_H_
+#endif  // SPOOL_INCLUDE_HTTP_SERVER_OPTIONS_H_

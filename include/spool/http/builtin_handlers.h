@@ -6,8 +6,8 @@
 // task's cancellation token and `http.post` makes a blocking libcurl call.
 // Neither runs on the HTTP server's io threads.
 
-#ifndef SPOOL_SERVER_BUILTIN_HANDLERS_H_
-#define SPOOL_SERVER_BUILTIN_HANDLERS_H_
+#ifndef SPOOL_INCLUDE_HTTP_BUILTIN_HANDLERS_H_
+#define SPOOL_INCLUDE_HTTP_BUILTIN_HANDLERS_H_
 
 #include <chrono>
 #include <cstddef>
@@ -86,4 +86,4 @@ Result<std::chrono::milliseconds> ParseSleepPayload(std::string_view payload);
 
 }  // namespace spool::http
 
-#endif  // SPOOL_SERVER_BUILTIN_HANDLERS_H_
+#endif  // SPOOL_INCLUDE_HTTP_BUILTIN_HANDLERS_H_
