@@ -263,9 +263,14 @@ class RuntimeImpl final : public Runtime {
   std::mutex subscribers_mutex_;
   struct Subscriber {
     // Held while the listener runs, so that Unsubscribe waits for a call in
-    // progress; recursive, so that a listener may unsubscribe itself.
+    // progress on another thread (its documented blocking) and calls never
+    // overlap; recursive, so that a listener may unsubscribe itself without
+    // waiting for itself.
     std::recursive_mutex mutex;
-    bool active = true;
+    // Cleared by Unsubscribe before it takes the mutex, so that a delivery
+    // in progress stops after the current call instead of finishing its
+    // events.
+    std::atomic<bool> active{true};
     std::function<void(const TaskEvent&)> listener;
   };
   std::map<uint64_t, std::shared_ptr<Subscriber>> subscribers_;

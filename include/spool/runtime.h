@@ -17,9 +17,11 @@
 //   ticket.stored.Then([](const spool::Result<spool::TaskId>& stored) { ... });
 //
 // Thread safety: every method may be called from any thread, concurrently.
-// No method blocks the caller except Open (which does the start-up disk work)
-// and the destructor (which closes). Everything else returns at once: a
-// Status for what is decided on the spot, a Future for what needs storage.
+// No method blocks the caller except Open and OpenReadOnly (which do the
+// start-up disk work), the destructor (which closes), and Unsubscribe while
+// a call of that listener runs on another thread (see Unsubscribe).
+// Everything else returns at once: a Status for what is decided on the spot,
+// a Future for what needs storage or another thread.
 
 #ifndef SPOOL_INCLUDE_RUNTIME_H_
 #define SPOOL_INCLUDE_RUNTIME_H_
@@ -295,10 +297,23 @@ class Runtime {
   virtual Status AddPeriodic(PeriodicTask periodic) = 0;
 
   // Calls `listener` for every task event, on the callback executor, after
-  // the write that caused it is durable. Returns a token for Unsubscribe.
+  // the write that caused it is durable. Calls of one listener never
+  // overlap. Returns a token for Unsubscribe.
   virtual uint64_t Subscribe(
       std::function<void(const TaskEvent&)> listener) = 0;
-  // No call to the listener starts after Unsubscribe returns.
+  // Ends the subscription of `token`: once Unsubscribe returns, the listener
+  // is not running and no call of it starts again, even for events already
+  // queued on the executor. So an object whose listener captures it may be
+  // destroyed right after Unsubscribe returns.
+  //
+  // This is the one call that may block: while a call of the listener runs
+  // on another thread, Unsubscribe waits for that call to return (as
+  // Watch::Unsubscribe does), and no more: the rest of the events being
+  // delivered with it are dropped. Do not call it while holding a lock that the
+  // listener takes, or from a thread the listener waits for. Called from
+  // inside the listener itself it returns at once, without waiting, and no
+  // call starts after the current one. An unknown or already unsubscribed
+  // token is ignored.
   virtual void Unsubscribe(uint64_t token) = 0;
 
   // ---- Encryption at rest (spool/encryption.h) ----

