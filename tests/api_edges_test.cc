@@ -114,5 +114,45 @@ TEST(UnsubscribeTest, FromInsideTheListenerReturnsAtOnceWithoutDeadlock) {
   EXPECT_EQ(calls.load(), 1);
 }
 
+TEST(CloseFutureTest, CallbacksRunInlineAndMayCallCloseAgain) {
+  TempDir dir;
+  auto runtime = OpenOrDie(MemoryOptions(dir));
+  ASSERT_TRUE(runtime->RegisterHandler("t", testing::Ok).ok());
+  ASSERT_TRUE(runtime->Start().ok());
+  const std::thread::id test_thread = std::this_thread::get_id();
+
+  Signal ran;
+  std::atomic<bool> again_ready{false}, again_ok{false}, again_inline{false};
+  std::atomic<bool> on_test_thread{true};
+  Future<void> closed = runtime->Close();
+  closed.Then([&](const Result<void>& result) {
+    EXPECT_TRUE(result.ok()) << result.status().ToString();
+    on_test_thread = std::this_thread::get_id() == test_thread;
+    // Close again from the callback: the same, resolved future, at once.
+    Future<void> again = runtime->Close();
+    again_ready = again.Ready();
+    again_ok = again.Wait().ok();
+    bool attached_ran = false;
+    again.Then([&](const Result<void>&) { attached_ran = true; });
+    again_inline = attached_ran;  // ran inside Then, on this thread
+    // Other calls fail with Closed instead of blocking.
+    EXPECT_EQ(runtime->Enqueue("t", "x").stored.Wait().status().code(),
+              Status::Code::kClosed);
+    ran.Set();
+  });
+  ASSERT_TRUE(ran.Wait()) << "the close callback never ran";
+  ASSERT_TRUE(Await(closed).ok());
+  EXPECT_TRUE(again_ready.load());
+  EXPECT_TRUE(again_ok.load());
+  EXPECT_TRUE(again_inline.load());
+
+  // Attached after it resolved: runs inline, on the calling thread, before
+  // Then returns (not on the callback executor, which is shut down).
+  std::thread::id ran_on;
+  closed.Then(
+      [&](const Result<void>&) { ran_on = std::this_thread::get_id(); });
+  EXPECT_EQ(ran_on, test_thread);
+}
+
 }  // namespace
 }  // namespace spool

@@ -345,6 +345,14 @@ class Runtime {
   // still running at the timeout: their tasks stay `running` on disk and are
   // recovered at the next open. Idempotent: later calls return the same
   // future. Must not be waited on from a handler.
+  //
+  // The close future's callbacks (Then) do not run on the callback
+  // executor, which Close shuts down: they run inline, on the thread that
+  // sets the result (spool's closing thread, once the storage is closed),
+  // or on the calling thread when Then is called after the future resolved.
+  // Keep them short. They may call Close again (it returns the same,
+  // resolved future) and any other method (which fails with Closed), but
+  // must not destroy the runtime: the destructor waits for that thread.
   virtual Future<void> Close() = 0;
 };
 
