@@ -296,6 +296,7 @@ class RuntimeImpl final : public Runtime {
   Future<FailureHistory> GetFailureHistory(TaskId id) override;
   Future<std::optional<TaskInfo>> OldestTask(TaskStatus status) override;
   Future<std::optional<TaskInfo>> NextDueTask() override;
+  Future<std::optional<double>> GetProgress(TaskId id) override;
   Status DeclareJsonPayload(std::string_view type) override;
   Result<Watch> WatchTask(TaskId id, WatchCallback<TaskInfo> callback) override;
   Result<Watch> WatchTaskJson(TaskId id,

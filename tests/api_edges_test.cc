@@ -154,5 +154,67 @@ TEST(CloseFutureTest, CallbacksRunInlineAndMayCallCloseAgain) {
   EXPECT_EQ(ran_on, test_thread);
 }
 
+TEST(GetProgressTest, ResolvesWithTheRunningAttemptsProgress) {
+  TempDir dir;
+  auto runtime = OpenOrDie(MemoryOptions(dir));
+  Signal reported, release;
+  ASSERT_TRUE(runtime
+                  ->RegisterHandler("t",
+                                    [&](TaskContext& task) {
+                                      task.ReportProgress(0.5);
+                                      reported.Set();
+                                      EXPECT_TRUE(release.Wait());
+                                      return Status::OK();
+                                    })
+                  .ok());
+  ASSERT_TRUE(runtime->Start().ok());
+  Result<TaskId> id = Await(runtime->Enqueue("t", "x").stored);
+  ASSERT_TRUE(id.ok());
+  ASSERT_TRUE(reported.Wait());
+
+  Result<std::optional<double>> progress = Await(runtime->GetProgress(*id));
+  ASSERT_TRUE(progress.ok()) << progress.status().ToString();
+  EXPECT_EQ(*progress, std::optional<double>(0.5));
+  EXPECT_EQ(runtime->Progress(*id), std::optional<double>(0.5));
+  // Its callbacks run like every query's, on the callback executor.
+  Signal called;
+  runtime->GetProgress(*id).Then([&](const Result<std::optional<double>>& r) {
+    EXPECT_TRUE(r.ok());
+    called.Set();
+  });
+  EXPECT_TRUE(called.Wait());
+  // Unknown ids report nothing.
+  progress = Await(runtime->GetProgress(*id + 1000));
+  ASSERT_TRUE(progress.ok());
+  EXPECT_FALSE(progress->has_value());
+
+  release.Set();
+  ASSERT_TRUE(Await(runtime->Drain()).ok());
+  progress = Await(runtime->GetProgress(*id));
+  ASSERT_TRUE(progress.ok());
+  EXPECT_FALSE(progress->has_value()) << "progress outlived the attempt";
+
+  ASSERT_TRUE(Await(runtime->Close()).ok());
+  EXPECT_EQ(Await(runtime->GetProgress(*id)).status().code(),
+            Status::Code::kClosed);
+}
+
+TEST(GetProgressTest, ARuntimeOpenedReadOnlyRefusesIt) {
+  TempDir dir;
+  Options options;
+  options.path = dir.Sub("q");
+  {
+    auto runtime = OpenOrDie(options);
+    ASSERT_TRUE(Await(runtime->Close()).ok());
+  }
+  std::unique_ptr<Runtime> reader;
+  Status s = Runtime::OpenReadOnly(options, &reader);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  Result<std::optional<double>> progress = Await(reader->GetProgress(1));
+  EXPECT_EQ(progress.status().code(), Status::Code::kFailedPrecondition);
+  EXPECT_NE(progress.status().message().find("GetProgress"), std::string::npos)
+      << progress.status().ToString();
+}
+
 }  // namespace
 }  // namespace spool

@@ -288,7 +288,21 @@ class Runtime {
   virtual Future<void> FailHandOff(TaskId id, std::string reference,
                                    std::string error) = 0;
 
-  // The progress the running attempt of task `id` last reported, if any.
+  // The progress the running attempt of task `id` last reported
+  // (TaskContext::ReportProgress), or nullopt when it reported none or is
+  // not running (an unknown id included). Progress is kept in memory, by
+  // the process that runs the task.
+  //
+  // The future resolves at once, with callbacks on the callback executor
+  // like every other query's. Closed after Close; FailedPrecondition on a
+  // read-only runtime (Runtime::OpenReadOnly), which runs nothing and so
+  // cannot see another process's progress.
+  virtual Future<std::optional<double>> GetProgress(TaskId id) = 0;
+
+  // GetProgress's synchronous form, kept for compatibility: returns the
+  // value on the caller's thread without a future (it never blocks: it reads
+  // an in-memory table). nullopt where GetProgress resolves with nullopt,
+  // and also after Close and on a read-only runtime.
   virtual std::optional<double> Progress(TaskId id) = 0;
 
   // Registers a task enqueued on a schedule; each slot is enqueued exactly
