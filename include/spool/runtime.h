@@ -301,8 +301,8 @@ class Runtime {
 
   // GetProgress's synchronous form, kept for compatibility: returns the
   // value on the caller's thread without a future (it never blocks: it reads
-  // an in-memory table). nullopt where GetProgress resolves with nullopt,
-  // and also after Close and on a read-only runtime.
+  // an in-memory table). Unlike GetProgress it also answers after Close and
+  // on a read-only runtime (where nothing runs: nullopt).
   virtual std::optional<double> Progress(TaskId id) = 0;
 
   // Registers a task enqueued on a schedule; each slot is enqueued exactly
@@ -320,7 +320,7 @@ class Runtime {
   // queued on the executor. So an object whose listener captures it may be
   // destroyed right after Unsubscribe returns.
   //
-  // This is the one call that may block: while a call of the listener runs
+  // Unlike the other calls, it may block: while a call of the listener runs
   // on another thread, Unsubscribe waits for that call to return (as
   // Watch::Unsubscribe does), and no more: the rest of the events being
   // delivered with it are dropped. Do not call it while holding a lock that the
