@@ -23,6 +23,7 @@ TaskContext TaskContextBuilder::For(const actors::ClaimedTask& task,
   context.idempotency_key_ = view(spec.idempotency_key());
   context.group_ = view(spec.group());
   context.control_ = control;
+  context.previous_attempt_interrupted_ = task.previous_attempt_interrupted;
   return context;
 }
 

@@ -198,6 +198,9 @@ struct ClaimedTask {
   // worker fills right before the handler starts.
   std::shared_ptr<internal::AttemptControl> control;
   uint32_t start_slot = UINT32_MAX;
+  // The task's last error, as the claim found it, is the one a crash leaves
+  // (TaskContext::previous_attempt_interrupted).
+  bool previous_attempt_interrupted = false;
 };
 
 // The end of one attempt, as a worker reports it.

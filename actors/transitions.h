@@ -16,9 +16,9 @@
 
 namespace spool::actors {
 
-// The error stored for an attempt that a crash interrupted.
-inline constexpr std::string_view kInterruptedError =
-    "interrupted: the process stopped while the task was running";
+// The error stored for an attempt that a crash interrupted: the public
+// constant (spool/task.h), which the contract promises.
+inline constexpr std::string_view kInterruptedError = kInterruptedAttemptError;
 
 // A dependency as the writer found it: its status, or nothing when it does
 // not exist.

@@ -833,7 +833,9 @@ struct WriterState {
       const StateRecord& claimed = *entry.after;
       changes.claimed.push_back(ClaimedTask{
           asked.id, claimed.attempts, claimed.max_attempts, claimed.priority,
-          claimed.timeout_us, claimed.type, claimed.stored_group, nullptr});
+          claimed.timeout_us, claimed.type, claimed.stored_group, nullptr,
+          storage::StartLog::kNoSlot,
+          claimed.last_error == kInterruptedError});
     }
     changes.refused = committed.refused;
     changes.settled = committed.outcomes.size();

@@ -345,10 +345,12 @@ void RuntimeImpl::Unsubscribe(uint64_t token) {
     subscribers_.erase(it);
     subscriber_count_ = subscribers_.size();
   }
-  // Waits for a delivery in progress on another thread; later deliveries
-  // see the flag and stop.
-  std::lock_guard<std::recursive_mutex> lock(subscriber->mutex);
+  // A delivery in progress sees the flag before its next call and stops;
+  // taking the mutex waits for the call running now on another thread (on
+  // this thread, inside the listener, it is taken at once). Later
+  // deliveries see the flag and stop.
   subscriber->active = false;
+  std::lock_guard<std::recursive_mutex> lock(subscriber->mutex);
 }
 
 void RuntimeImpl::Publish(std::vector<TaskEvent> events) {

@@ -263,9 +263,14 @@ class RuntimeImpl final : public Runtime {
   std::mutex subscribers_mutex_;
   struct Subscriber {
     // Held while the listener runs, so that Unsubscribe waits for a call in
-    // progress; recursive, so that a listener may unsubscribe itself.
+    // progress on another thread (its documented blocking) and calls never
+    // overlap; recursive, so that a listener may unsubscribe itself without
+    // waiting for itself.
     std::recursive_mutex mutex;
-    bool active = true;
+    // Cleared by Unsubscribe before it takes the mutex, so that a delivery
+    // in progress stops after the current call instead of finishing its
+    // events.
+    std::atomic<bool> active{true};
     std::function<void(const TaskEvent&)> listener;
   };
   std::map<uint64_t, std::shared_ptr<Subscriber>> subscribers_;
@@ -291,6 +296,7 @@ class RuntimeImpl final : public Runtime {
   Future<FailureHistory> GetFailureHistory(TaskId id) override;
   Future<std::optional<TaskInfo>> OldestTask(TaskStatus status) override;
   Future<std::optional<TaskInfo>> NextDueTask() override;
+  Future<std::optional<double>> GetProgress(TaskId id) override;
   Status DeclareJsonPayload(std::string_view type) override;
   Result<Watch> WatchTask(TaskId id, WatchCallback<TaskInfo> callback) override;
   Result<Watch> WatchTaskJson(TaskId id,

@@ -584,6 +584,16 @@ Future<FailureHistory> RuntimeImpl::GetFailureHistory(TaskId id) {
       });
 }
 
+Future<std::optional<double>> RuntimeImpl::GetProgress(TaskId id) {
+  using Out = std::optional<double>;
+  CallGuard guard(this);
+  if (guard.closed()) return Failed<Out>(ClosedError(), executor_);
+  if (read_only_) return Failed<Out>(ReadOnlyError("GetProgress"), executor_);
+  // The board is in memory and takes no lock the workers wait on: no reader
+  // is needed, but the answer comes as every query's does.
+  return MakeReadyFuture<Out>(progress_->Get(id), executor_);
+}
+
 Future<std::optional<TaskInfo>> RuntimeImpl::OldestTask(TaskStatus status) {
   using Out = std::optional<TaskInfo>;
   CallGuard guard(this, "OldestTask", QueryReads::kIndex);

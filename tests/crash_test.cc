@@ -3,9 +3,12 @@
 // and a task that kills its process cannot loop.
 
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <set>
 #include <sstream>
 #include <sys/wait.h>
+#include <vector>
 
 #include <spool/runtime.h>
 
@@ -67,19 +70,30 @@ TEST(CrashTest, AcknowledgedEnqueuesSurviveSigkill) {
   EXPECT_GE(counts->of(TaskStatus::kPending), acked.size());
 }
 
+// Runs `count` tasks whose handlers hang in a child with 4 workers (of one
+// attempt each when `once`), and kills it once 4 have started. Returns the
+// started ids.
+std::set<TaskId> HangAndKill(const std::string& path, int count, bool once) {
+  std::vector<std::string> args = {SPOOL_CRASH_CHILD, "hang", path,
+                                   std::to_string(count)};
+  if (once) args.push_back("--once");
+  std::set<TaskId> started;
+  ChildProcess child(args);
+  while (started.size() < 4) {
+    auto line = child.ReadLine(kWait);
+    EXPECT_TRUE(line.has_value()) << "child never started its tasks";
+    if (!line) return started;
+    EXPECT_EQ(line->rfind("started ", 0), 0u) << *line;
+    started.insert(std::stoull(line->substr(8)));
+  }
+  child.Kill();
+  return started;
+}
+
 TEST(CrashTest, RunningTasksAreRecoveredWithTheirAttemptCounted) {
   TempDir dir;
-  std::set<TaskId> started;
-  {
-    ChildProcess child({SPOOL_CRASH_CHILD, "hang", dir.Sub("q"), "8"});
-    while (started.size() < 4) {  // the child has 4 workers
-      auto line = child.ReadLine(kWait);
-      ASSERT_TRUE(line.has_value()) << "child never started its tasks";
-      ASSERT_EQ(line->rfind("started ", 0), 0u) << *line;
-      started.insert(std::stoull(line->substr(8)));
-    }
-    child.Kill();
-  }
+  std::set<TaskId> started = HangAndKill(dir.Sub("q"), 8, /*once=*/false);
+  ASSERT_EQ(started.size(), 4u);
   auto runtime = OpenOrDie(dir.Sub("q"));
   auto counts = Await(runtime->CountByStatus());
   ASSERT_TRUE(counts.ok());
@@ -111,24 +125,70 @@ TEST(CrashTest, RunningTasksAreRecoveredWithTheirAttemptCounted) {
   EXPECT_EQ(counts->of(TaskStatus::kSucceeded), 8u);
 }
 
-// Starts `count` tasks of one attempt each whose handlers hang, in a child
-// with 4 workers, and kills it once 4 have started (the rest are queued or
-// claimed ahead). Returns the started ids, and sets *claimed to the tasks
-// the kill left running on disk: started, or claimed ahead.
+TEST(CrashTest, AnInterruptedAttemptIsInTheHistoryAndTheNextAttemptIsTold) {
+  TempDir dir;
+  // 4 tasks, 4 workers: every one starts, then the process is killed.
+  std::set<TaskId> started = HangAndKill(dir.Sub("q"), 4, /*once=*/false);
+  ASSERT_EQ(started.size(), 4u);
+  auto runtime = OpenOrDie(dir.Sub("q"));
+  for (TaskId id : started) {
+    auto info = Await(runtime->GetTask(id));
+    ASSERT_TRUE(info.ok());
+    EXPECT_EQ(info->last_error, kInterruptedAttemptError);
+    ASSERT_EQ(info->failures.size(), 1u) << id;
+    EXPECT_EQ(info->failures[0].attempt, 1u);
+    EXPECT_EQ(info->failures[0].error, kInterruptedAttemptError);
+  }
+  std::mutex mutex;
+  std::map<TaskId, std::vector<bool>> told;  // per attempt, in order
+  auto record = [&](TaskContext& task) {
+    std::lock_guard<std::mutex> lock(mutex);
+    told[task.id()].push_back(task.previous_attempt_interrupted());
+  };
+  HandlerOptions flaky_options;
+  flaky_options.retry = RetryPolicy::Fixed(2, 0us);
+  ASSERT_TRUE(runtime
+                  ->RegisterHandler("work",
+                                    [&](TaskContext& task) {
+                                      record(task);
+                                      return Status::OK();
+                                    })
+                  .ok());
+  ASSERT_TRUE(runtime
+                  ->RegisterHandler(
+                      "flaky",
+                      [&](TaskContext& task) {
+                        record(task);
+                        return task.attempt() == 1 ? Status::Aborted("boom")
+                                                   : Status::OK();
+                      },
+                      flaky_options)
+                  .ok());
+  // An ordinary failure, and a task that never failed, are not told.
+  auto flaky = Await(runtime->Enqueue("flaky", "x").stored);
+  auto fresh = Await(runtime->Enqueue("work", "x").stored);
+  ASSERT_TRUE(flaky.ok() && fresh.ok());
+  ASSERT_TRUE(runtime->Start().ok());
+  ASSERT_TRUE(Await(runtime->Drain()).ok());
+  // The retry is due at once, but Drain need not wait for a timer.
+  ASSERT_TRUE(spool::testing::WaitUntil([&] {
+    std::lock_guard<std::mutex> lock(mutex);
+    return told[*flaky].size() >= 2;
+  }));
+  std::lock_guard<std::mutex> lock(mutex);
+  for (TaskId id : started) {
+    EXPECT_EQ(told[id], std::vector<bool>{true}) << id;
+  }
+  EXPECT_EQ(told[*flaky], (std::vector<bool>{false, false}));
+  EXPECT_EQ(told[*fresh], std::vector<bool>{false});
+}
+
+// HangAndKill with one attempt per task (the rest are queued or claimed
+// ahead). Returns the started ids, and sets *claimed to the tasks the kill
+// left running on disk: started, or claimed ahead.
 std::set<TaskId> HangAndKillOnce(const std::string& path, int count,
                                  size_t* claimed) {
-  std::set<TaskId> started;
-  {
-    ChildProcess child(
-        {SPOOL_CRASH_CHILD, "hang", path, std::to_string(count), "--once"});
-    while (started.size() < 4) {
-      auto line = child.ReadLine(kWait);
-      EXPECT_TRUE(line.has_value()) << "child never started its tasks";
-      if (!line) return started;
-      started.insert(std::stoull(line->substr(8)));
-    }
-    child.Kill();
-  }
+  std::set<TaskId> started = HangAndKill(path, count, /*once=*/true);
   storage::StoreOptions store_options;
   store_options.path = path;
   std::unique_ptr<storage::TaskStore> store;

@@ -35,6 +35,17 @@ class TaskContext {
   std::string_view payload() const { return payload_; }
   // 1 for the first attempt; a crash-interrupted attempt counts.
   uint32_t attempt() const { return attempt_; }
+  // True when the task's most recent failed attempt before this one was
+  // interrupted by a crash (its last error is kInterruptedAttemptError, see
+  // spool/task.h): the handler may have done part of its work, or all of
+  // it, without the outcome being recorded. For handlers that check what a
+  // previous run left behind before doing it again. False when the task has
+  // not failed yet, or its last failure was an ordinary one. Runtime::Retry
+  // keeps the last error, so the first attempt of a task retried by hand
+  // after an interrupted one sees true.
+  bool previous_attempt_interrupted() const {
+    return previous_attempt_interrupted_;
+  }
   uint32_t max_attempts() const { return max_attempts_; }
   int32_t priority() const { return priority_; }
   // The EnqueueOptions::idempotency_key; empty if none.
@@ -98,6 +109,7 @@ class TaskContext {
   std::string_view idempotency_key_;
   std::string_view group_;
   internal::AttemptControl* control_ = nullptr;
+  bool previous_attempt_interrupted_ = false;
 };
 
 // Runs one attempt of a task.

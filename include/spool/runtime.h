@@ -17,9 +17,11 @@
 //   ticket.stored.Then([](const spool::Result<spool::TaskId>& stored) { ... });
 //
 // Thread safety: every method may be called from any thread, concurrently.
-// No method blocks the caller except Open (which does the start-up disk work)
-// and the destructor (which closes). Everything else returns at once: a
-// Status for what is decided on the spot, a Future for what needs storage.
+// No method blocks the caller except Open and OpenReadOnly (which do the
+// start-up disk work), the destructor (which closes), and Unsubscribe while
+// a call of that listener runs on another thread (see Unsubscribe).
+// Everything else returns at once: a Status for what is decided on the spot,
+// a Future for what needs storage or another thread.
 
 #ifndef SPOOL_INCLUDE_RUNTIME_H_
 #define SPOOL_INCLUDE_RUNTIME_H_
@@ -294,7 +296,21 @@ class Runtime {
   virtual Future<void> FailHandOff(TaskId id, std::string reference,
                                    std::string error) = 0;
 
-  // The progress the running attempt of task `id` last reported, if any.
+  // The progress the running attempt of task `id` last reported
+  // (TaskContext::ReportProgress), or nullopt when it reported none or is
+  // not running (an unknown id included). Progress is kept in memory, by
+  // the process that runs the task.
+  //
+  // The future resolves at once, with callbacks on the callback executor
+  // like every other query's. Closed after Close; FailedPrecondition on a
+  // read-only runtime (Runtime::OpenReadOnly), which runs nothing and so
+  // cannot see another process's progress.
+  virtual Future<std::optional<double>> GetProgress(TaskId id) = 0;
+
+  // GetProgress's synchronous form, kept for compatibility: returns the
+  // value on the caller's thread without a future (it never blocks: it reads
+  // an in-memory table). Unlike GetProgress it also answers after Close and
+  // on a read-only runtime (where nothing runs: nullopt).
   virtual std::optional<double> Progress(TaskId id) = 0;
 
   // Registers a task enqueued on a schedule; each slot is enqueued exactly
@@ -303,10 +319,23 @@ class Runtime {
   virtual Status AddPeriodic(PeriodicTask periodic) = 0;
 
   // Calls `listener` for every task event, on the callback executor, after
-  // the write that caused it is durable. Returns a token for Unsubscribe.
+  // the write that caused it is durable. Calls of one listener never
+  // overlap. Returns a token for Unsubscribe.
   virtual uint64_t Subscribe(
       std::function<void(const TaskEvent&)> listener) = 0;
-  // No call to the listener starts after Unsubscribe returns.
+  // Ends the subscription of `token`: once Unsubscribe returns, the listener
+  // is not running and no call of it starts again, even for events already
+  // queued on the executor. So an object whose listener captures it may be
+  // destroyed right after Unsubscribe returns.
+  //
+  // Unlike the other calls, it may block: while a call of the listener runs
+  // on another thread, Unsubscribe waits for that call to return (as
+  // Watch::Unsubscribe does), and no more: the rest of the events being
+  // delivered with it are dropped. Do not call it while holding a lock that the
+  // listener takes, or from a thread the listener waits for. Called from
+  // inside the listener itself it returns at once, without waiting, and no
+  // call starts after the current one. An unknown or already unsubscribed
+  // token is ignored.
   virtual void Unsubscribe(uint64_t token) = 0;
 
   // ---- Encryption at rest (spool/encryption.h) ----
@@ -338,6 +367,14 @@ class Runtime {
   // still running at the timeout: their tasks stay `running` on disk and are
   // recovered at the next open. Idempotent: later calls return the same
   // future. Must not be waited on from a handler.
+  //
+  // The close future's callbacks (Then) do not run on the callback
+  // executor, which Close shuts down: they run inline, on the thread that
+  // sets the result (spool's closing thread, once the storage is closed),
+  // or on the calling thread when Then is called after the future resolved.
+  // Keep them short. They may call Close again (it returns the same,
+  // resolved future) and any other method (which fails with Closed), but
+  // must not destroy the runtime: the destructor waits for that thread.
   virtual Future<void> Close() = 0;
 };
 

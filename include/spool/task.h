@@ -163,6 +163,16 @@ struct TaskSpec {
   EnqueueOptions options;
 };
 
+// The error text that recovery stores for an attempt a crash interrupted
+// (the process stopped, or the machine did, while its handler ran): it is
+// the task's last_error and one entry of its failure history, like the error
+// of an attempt that failed, and the attempt counts. A handler sees it as
+// TaskContext::previous_attempt_interrupted(). Part of the contract: compare
+// with it to count interrupted attempts in TaskInfo::failures. A claim whose
+// handler never started is not an attempt and leaves no entry.
+inline constexpr std::string_view kInterruptedAttemptError =
+    "interrupted: the process stopped while the task was running";
+
 // A snapshot of one stored task, as a query returns it.
 struct TaskInfo {
   TaskId id = 0;
@@ -180,6 +190,7 @@ struct TaskInfo {
   // The enqueue order: ties between equal priorities go to the lower value.
   uint64_t sequence = 0;
   // The error of the most recent failed attempt; empty if none.
+  // kInterruptedAttemptError when a crash interrupted it.
   std::string last_error;
 
   // One failed attempt, as the history keeps it.
@@ -188,7 +199,9 @@ struct TaskInfo {
     Timestamp at;
     std::string error;
   };
-  // The most recent failed attempts, oldest first (at most 16).
+  // The most recent failed attempts, oldest first (at most 16). An attempt
+  // a crash interrupted is one of them, with error kInterruptedAttemptError;
+  // there is no separate count of interrupted attempts: count those entries.
   std::vector<Failure> failures;
 
   std::string group;
