@@ -192,6 +192,8 @@ class EventHub {
   std::mutex mutex_;
   bool closed_ = false;
   uint64_t token_ = 0;
+  // A Join is subscribing (outside the lock): no second one does.
+  bool subscribing_ = false;
   // Sequence of the next task event; 1 is the first.
   uint64_t next_seq_ = 1;
   // The first sequence seen by the subscription (events before it were
@@ -628,8 +630,11 @@ EventHub::Joined EventHub::Join(Runtime* runtime,
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (closed_) return joined;
-    subscribe = token_ == 0;
-    if (subscribe) first_seq_ = next_seq_;
+    subscribe = token_ == 0 && !subscribing_;
+    if (subscribe) {
+      subscribing_ = true;
+      first_seq_ = next_seq_;
+    }
     if (!last_event_id.empty()) {
       size_t dash = last_event_id.rfind('-');
       std::optional<uint64_t> seq;
@@ -659,12 +664,16 @@ EventHub::Joined EventHub::Join(Runtime* runtime,
     // Outside the lock: Subscribe's first delivery may come at once.
     uint64_t token =
         runtime->Subscribe([this](const TaskEvent& event) { OnEvent(event); });
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (closed_) {
-      runtime->Unsubscribe(token);
-    } else {
-      token_ = token;
+    bool keep = false;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      subscribing_ = false;
+      keep = !closed_;
+      if (keep) token_ = token;
     }
+    // Outside the lock too: Unsubscribe waits for a running OnEvent, which
+    // takes the lock.
+    if (!keep) runtime->Unsubscribe(token);
   }
   return joined;
 }
