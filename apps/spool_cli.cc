@@ -24,7 +24,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <ctime>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -62,21 +61,6 @@ std::string Json(std::string_view text) {
   std::string out;
   spool::storage::AppendJsonString(text, &out);
   return out;
-}
-
-// RFC 3339 UTC with microseconds, as in the task JSON.
-std::string Rfc3339(spool::Timestamp at) {
-  int64_t us = at.time_since_epoch().count();
-  int64_t seconds = us >= 0 ? us / 1000000 : (us - 999999) / 1000000;
-  auto micros = static_cast<long>(us - seconds * 1000000);
-  auto t = static_cast<std::time_t>(seconds);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, "%04d-%02d-%02dT%02d:%02d:%02d.%06ldZ",
-                tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
-                tm.tm_min, tm.tm_sec, micros);
-  return buffer;
 }
 
 // What every command that opens DIR shares.
@@ -338,10 +322,13 @@ int Show(const Common& common, const std::string& id_text) {
   std::printf("status       %s\n", spool::TaskStatusName(task->status));
   std::printf("priority     %d\n", task->priority);
   std::printf("attempts     %u of %u\n", task->attempts, task->max_attempts);
-  std::printf("created      %s\n", Rfc3339(task->created_at).c_str());
-  std::printf("updated      %s\n", Rfc3339(task->updated_at).c_str());
+  std::printf("created      %s\n",
+              spool::FormatRfc3339(task->created_at).c_str());
+  std::printf("updated      %s\n",
+              spool::FormatRfc3339(task->updated_at).c_str());
   if (task->next_attempt_at) {
-    std::printf("next attempt %s\n", Rfc3339(*task->next_attempt_at).c_str());
+    std::printf("next attempt %s\n",
+                spool::FormatRfc3339(*task->next_attempt_at).c_str());
   }
   if (!task->group.empty())
     std::printf("group        %s\n", task->group.c_str());
@@ -374,7 +361,7 @@ int History(const Common& common, const std::string& id_text) {
       const auto& failure = history->failures[i];
       if (i > 0) out += ",";
       out += "{\"attempt\":" + std::to_string(failure.attempt) +
-             ",\"at\":" + Json(Rfc3339(failure.at)) +
+             ",\"at\":" + Json(spool::FormatRfc3339(failure.at)) +
              ",\"error\":" + Json(failure.error) + "}";
     }
     out += "]}\n";
@@ -387,7 +374,8 @@ int History(const Common& common, const std::string& id_text) {
               history->max_attempts);
   for (const auto& failure : history->failures) {
     std::printf("  attempt %u at %s: %s\n", failure.attempt,
-                Rfc3339(failure.at).c_str(), failure.error.c_str());
+                spool::FormatRfc3339(failure.at).c_str(),
+                failure.error.c_str());
   }
   return kExitOk;
 }

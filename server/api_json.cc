@@ -6,6 +6,8 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include <spool/clock.h>
+
 namespace spool::http {
 namespace {
 
@@ -558,19 +560,7 @@ std::string ErrorJson(std::string_view code, std::string_view message) {
          ",\"message\":" + Quote(message) + "}}";
 }
 
-std::string Rfc3339(Timestamp at) {
-  int64_t us = at.time_since_epoch().count();
-  int64_t seconds = us >= 0 ? us / 1000000 : (us - 999999) / 1000000;
-  auto micros = static_cast<long>(us - seconds * 1000000);
-  auto t = static_cast<std::time_t>(seconds);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, "%04d-%02d-%02dT%02d:%02d:%02d.%06ldZ",
-                tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
-                tm.tm_min, tm.tm_sec, micros);
-  return buffer;
-}
+std::string Rfc3339(Timestamp at) { return FormatRfc3339(at); }
 
 std::optional<Timestamp> ParseRfc3339(std::string_view text) {
   int year, month, day, hour, minute, second;

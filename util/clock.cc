@@ -1,3 +1,5 @@
+#include <cstdio>
+#include <ctime>
 #include <vector>
 
 #include <spool/clock.h>
@@ -16,6 +18,21 @@ class SystemClockImpl final : public Clock {
 };
 
 }  // namespace
+
+std::string FormatRfc3339(Timestamp at) {
+  int64_t us = at.time_since_epoch().count();
+  // Floor division, so that times before 1970 keep positive microseconds.
+  int64_t seconds = us >= 0 ? us / 1000000 : (us - 999999) / 1000000;
+  auto micros = static_cast<long>(us - seconds * 1000000);
+  auto t = static_cast<std::time_t>(seconds);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%04d-%02d-%02dT%02d:%02d:%02d.%06ldZ",
+                tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+                tm.tm_min, tm.tm_sec, micros);
+  return buffer;
+}
 
 std::shared_ptr<Clock> SystemClock() {
   static const auto clock = std::make_shared<SystemClockImpl>();

@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 
 #include <spool/task.h>
 
@@ -35,6 +36,10 @@ class Clock {
 
 // The system's wall clock, shared.
 std::shared_ptr<Clock> SystemClock();
+
+// `at` as RFC 3339 in UTC with microseconds ("2026-12-01T20:16:34.000123Z"),
+// the form spool's task JSON uses.
+std::string FormatRfc3339(Timestamp at);
 
 // A clock that moves only when Advance or Set is called.
 class ManualClock final : public Clock {

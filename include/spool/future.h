@@ -151,6 +151,14 @@ inline Status EmptyFutureError() {
 // A state already set to EmptyFutureError, with callbacks run inline, that
 // every empty Future<T> uses. Never destroyed, so that it outlives any
 // Future in a static.
+//
+// GCC 12 warns, wrongly, that the destroyed Result<T> (an error, no value)
+// may hold an uninitialized value when T holds a vector; the pragma keeps
+// that false positive out of builds with -Werror.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 template <class T>
 const std::shared_ptr<SharedState<T>>& EmptyState() {
   static const auto* state = [] {
@@ -160,6 +168,9 @@ const std::shared_ptr<SharedState<T>>& EmptyState() {
   }();
   return *state;
 }
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 
 // What Then's callback returns, sorted: void, Result<U> or Future<U>.
 template <class R>
