@@ -98,10 +98,6 @@ recovery_actor::behavior_type RecoveryBehavior(
   };
 }
 
-}  // namespace
-
-namespace {
-
 // One stored control into `out`; false for an unknown kind.
 bool ApplyControl(ControlKind kind, std::string_view name,
                   std::string_view value, StoredControls* out) {
@@ -117,8 +113,7 @@ bool ApplyControl(ControlKind kind, std::string_view name,
       if (on) out->closed_gates.emplace(name);
       return true;
     case ControlKind::kGroupLimit: {
-      uint32_t limit = 0;
-      for (char c : value) limit = limit << 8 | uint8_t(c);
+      uint32_t limit = storage::GetBigEndian32(value.data());
       if (limit != 0) out->group_limits[std::string(name)] = limit;
       return true;
     }

@@ -812,9 +812,7 @@ scheduler_actor::behavior_type SchedulerBehavior(Self self,
         auto& s = self->state;
         s.groups[group].limit = limit;
         std::string value;
-        for (int shift = 24; shift >= 0; shift -= 8) {
-          value.push_back(static_cast<char>(limit >> shift));
-        }
+        storage::PutBigEndian32(&value, limit);
         s.StoreControl(ControlKind::kGroupLimit, group, std::move(value));
         s.RefreshGroup(group);
         ScheduleDispatch(self);
