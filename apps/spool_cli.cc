@@ -233,6 +233,8 @@ struct ListFlags {
   std::string group;
   size_t limit = 100;
   std::string cursor;
+  bool newest_first = false;
+  bool without_payload = false;
 };
 
 int MakeQuery(const ListFlags& flags, spool::TaskQuery* query) {
@@ -249,6 +251,8 @@ int MakeQuery(const ListFlags& flags, spool::TaskQuery* query) {
   query->group = flags.group;
   query->limit = flags.limit;
   query->cursor = flags.cursor;
+  if (flags.newest_first) query->order = spool::ListOrder::kNewestFirst;
+  query->include_payload = !flags.without_payload;
   return kExitOk;
 }
 
@@ -268,6 +272,8 @@ int List(const Common& common, const ListFlags& flags) {
     Print("\n");
     return kExitOk;
   }
+  // The table shows no payload: none is read.
+  query.include_payload = false;
   const auto& page = runtime->ListTasks(query).Wait();
   if (!page.ok()) {
     return page.status().IsInvalidArgument()
@@ -630,6 +636,10 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(size_t{1}, spool::kMaxPageSize));
   list->add_option("--cursor", list_flags.cursor,
                    "the next-page cursor of the previous page");
+  list->add_flag("--newest", list_flags.newest_first,
+                 "newest first (a cursor continues in the same order)");
+  list->add_flag("--no-payload", list_flags.without_payload,
+                 "leave payloads out of --json");
   add_json(list);
 
   std::string id;

@@ -204,6 +204,17 @@ Status ListJson(const ReadsBenchOptions& options,
   TaskQuery by_type_status = by_type;
   by_type_status.status = TaskStatus::kPending;
   variants.push_back({"type_status", by_type_status});
+  // Newest first reads its records with point lookups (no forward run
+  // scans); without payloads writes less.
+  TaskQuery newest = all;
+  newest.order = ListOrder::kNewestFirst;
+  variants.push_back({"no_filter_newest", newest});
+  TaskQuery type_newest = by_type;
+  type_newest.order = ListOrder::kNewestFirst;
+  variants.push_back({"type_newest", type_newest});
+  TaskQuery type_bare = by_type;
+  type_bare.include_payload = false;
+  variants.push_back({"type_no_payload", type_bare});
 
   // The store, for the same listing without the actor hops.
   const int calls = options.quick ? 20 : 200;

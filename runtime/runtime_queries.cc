@@ -238,6 +238,7 @@ class ListLiveQuery final : public actors::LiveQuery {
     key_ += spec_.status ? TaskStatusName(*spec_.status) : "*";
     storage::PutKeyString(&key_, spec_.type);
     storage::PutKeyString(&key_, spec_.group);
+    if (!spec_.include_payload) key_ += "/no-payload";
   }
 
   const std::string& key() const override { return key_; }
@@ -256,7 +257,7 @@ class ListLiveQuery final : public actors::LiveQuery {
           HashTask(task, &hasher);
           if constexpr (kIsJson) {
             hasher.Word(static_cast<uint64_t>(
-                storage::FormatOf(task.view(), json_types_.get())));
+                storage::FormatOf(task.view(), spec_, json_types_.get())));
           }
           records.Add(task);
         },
@@ -276,7 +277,7 @@ class ListLiveQuery final : public actors::LiveQuery {
       storage::PageJsonWriter writer(&json);
       for (size_t i = 0; i < records.size(); ++i) {
         const auto& table = records.at(i);
-        writer.Add(table, storage::FormatOf(table, json_types_.get()));
+        writer.Add(table, storage::FormatOf(table, spec_, json_types_.get()));
       }
       writer.Finish(info);
       *result = std::make_shared<const Result<T>>(std::move(json));
@@ -284,7 +285,8 @@ class ListLiveQuery final : public actors::LiveQuery {
       TaskPage page;
       page.tasks.resize(records.size());
       for (size_t i = 0; i < records.size(); ++i) {
-        storage::FillTaskInfo(records.at(i), &page.tasks[i]);
+        storage::FillTaskInfo(records.at(i), &page.tasks[i],
+                              spec_.include_payload);
       }
       page.next_cursor = std::move(info.next_cursor);
       page.unreadable = std::move(info.unreadable);
@@ -479,7 +481,8 @@ Future<TaskPage> RuntimeImpl::ListTasks(const TaskQuery& query) {
             view, spec,
             [&](const storage::TaskBytes& task) {
               page.tasks.emplace_back();
-              storage::FillTaskInfo(task.view(), &page.tasks.back());
+              storage::FillTaskInfo(task.view(), &page.tasks.back(),
+                                    spec.include_payload);
             },
             &info);
         if (!status.ok()) return status;

@@ -471,11 +471,33 @@ Status ParseTaskQuery(std::string_view url_query, bool strict,
                                    std::to_string(kMaxPageSize) + "]");
       }
       parsed.limit = limit;
+    } else if (key == "order") {
+      if (*value == "newest") {
+        parsed.order = ListOrder::kNewestFirst;
+      } else if (*value != "oldest" && !value->empty()) {
+        return FieldError(key, "expected \"oldest\" or \"newest\"");
+      }
+    } else if (key == "created_from" || key == "created_before") {
+      if (value->empty()) continue;
+      std::optional<Timestamp> at = ParseRfc3339(*value);
+      if (!at) {
+        return FieldError(key,
+                          "expected an RFC 3339 time, e.g. "
+                          "2026-12-01T10:00:00Z");
+      }
+      (key == "created_from" ? parsed.created_from : parsed.created_before) =
+          *at;
+    } else if (key == "payload") {
+      if (*value == "false") {
+        parsed.include_payload = false;
+      } else if (*value != "true" && !value->empty()) {
+        return FieldError(key, "expected true or false");
+      }
     } else if (strict) {
       return FieldError(
           key,
-          "unknown parameter; a listing takes status, type, group, limit "
-          "and cursor");
+          "unknown parameter; a listing takes status, type, group, "
+          "created_from, created_before, order, payload, limit and cursor");
     }
   }
   *query = std::move(parsed);

@@ -42,8 +42,9 @@ Status ParseRetryRequest(std::string_view body,
 Status ParsePurgeRequest(std::string_view body, PurgeOptions* options);
 
 // The query of GET /v1/tasks and of /v1/events' listing: status, type,
-// group, limit, cursor (URL-decoded values). Unknown parameters are
-// refused when `strict`; otherwise they are left to the caller.
+// group, created_from and created_before (RFC 3339), order (oldest or
+// newest), payload (true or false), limit, cursor (URL-decoded values). Unknown
+// parameters are refused when `strict`; otherwise they are left to the caller.
 // REQUIRES: query != nullptr.
 Status ParseTaskQuery(std::string_view url_query, bool strict,
                       TaskQuery* query);

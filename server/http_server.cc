@@ -981,13 +981,14 @@ void Connection::StartEvents(Runtime* runtime, std::string_view query,
         return Write(
             ErrorFor(Status::InvalidArgument("task: expected a task id")));
     } else if (key == "status" || key == "type" || key == "group" ||
-               key == "limit") {
+               key == "limit" || key == "order" || key == "created_from" ||
+               key == "created_before" || key == "payload") {
       wants_list = true;
     } else {
       return Write(ErrorFor(Status::InvalidArgument(
           std::string(key) +
           ": unknown parameter; /v1/events takes task, status, type, "
-          "group and limit")));
+          "group, created_from, created_before, order, payload and limit")));
     }
   }
   if (wants_list) {

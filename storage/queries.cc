@@ -37,6 +37,17 @@ uint32_t FilterFingerprint(const ListSpec& spec) {
   std::string parts;
   PutKeyString(&parts, spec.type);
   PutKeyString(&parts, spec.group);
+  // Added only when set, so that cursors of plain oldest-first listings,
+  // handed out before these options existed, stay valid.
+  if (spec.newest_first()) parts.push_back('<');
+  if (spec.created_from_us) {
+    parts.push_back('f');
+    PutBigEndian64(&parts, static_cast<uint64_t>(*spec.created_from_us));
+  }
+  if (spec.created_before_us) {
+    parts.push_back('b');
+    PutBigEndian64(&parts, static_cast<uint64_t>(*spec.created_before_us));
+  }
   return Fnv1a(hash, parts);
 }
 
@@ -72,6 +83,27 @@ std::string ResumeKey(std::string_view prefix, TaskId after) {
   return key;
 }
 
+// Where a backward scan of `prefix` resumes below task `before` (the key
+// itself is excluded); empty, the end of the prefix, when `before` is 0.
+std::string ResumeBelowKey(std::string_view prefix, TaskId before) {
+  if (before == 0) return "";
+  std::string key(prefix);
+  PutBigEndian64(&key, before);
+  return key;
+}
+
+// Scans the id-ordered entries of `prefix` that follow spec.after in the
+// listing's order.
+Status ScanInOrder(const TaskStore::ReadView& view, const std::string& prefix,
+                   const ListSpec& spec, const IndexVisitor& visit) {
+  if (spec.newest_first()) {
+    return view.ScanReverse(ColumnFamily::kIndex, prefix,
+                            ResumeBelowKey(prefix, spec.after), visit);
+  }
+  return view.Scan(ColumnFamily::kIndex, prefix, ResumeKey(prefix, spec.after),
+                   visit);
+}
+
 TaskId TrailingId(std::string_view key) {
   TaskId id = 0;
   DecodeTrailingId(key, &id);
@@ -90,10 +122,10 @@ constexpr size_t kMinScanRun = 3;
 // whether they match (a group listing with a type).
 constexpr size_t kCheckedBatch = 64;
 
-// Builds one page from candidate ids offered in ascending order: reads,
+// Builds one page from candidate ids offered in the listing's order: reads,
 // verifies and filters their records, stops at the limit (learning whether
 // more follow from the next match) or when the scan budget is spent.
-// Candidates are buffered and their records read together, in id order.
+// Candidates are buffered and their records read together, in that order.
 class PageBuilder {
  public:
   PageBuilder(const TaskStore::ReadView& view, const ListSpec& spec,
@@ -102,9 +134,11 @@ class PageBuilder {
         spec_(spec),
         visit_(visit),
         info_(info),
-        // Only a group listing with a type needs the record to decide.
-        check_type_(!spec.group.empty() && !spec.type.empty()) {
-    pending_.reserve(check_type_ ? kCheckedBatch : spec.limit);
+        // Only a group listing with a type needs the record to decide on
+        // the type; a created-time range always does.
+        check_type_(!spec.group.empty() && !spec.type.empty()),
+        check_record_(check_type_ || spec.has_created_range()) {
+    pending_.reserve(check_record_ ? kCheckedBatch : spec.limit);
   }
 
   // Counts one index entry examined; returns false once the budget is
@@ -123,7 +157,7 @@ class PageBuilder {
   // Offers the next candidate id; returns false when the page is complete.
   bool Offer(TaskId id) {
     if (done_) return false;
-    if (!check_type_ && produced_ + pending_.size() == spec_.limit) {
+    if (!check_record_ && produced_ + pending_.size() == spec_.limit) {
       // A sure match beyond the limit: more follow, and this one is not
       // read.
       more_ = true;
@@ -131,7 +165,7 @@ class PageBuilder {
       return Stop();
     }
     pending_.push_back(id);
-    if (check_type_ && pending_.size() == kCheckedBatch) return Flush();
+    if (check_record_ && pending_.size() == kCheckedBatch) return Flush();
     return true;
   }
 
@@ -140,6 +174,7 @@ class PageBuilder {
     if (done_) return false;
     if (!task.Verify(id).ok()) return Unreadable(id);
     if (check_type_ && TypeOf(task.view()) != spec_.type) return true;
+    if (!InCreatedRange(task.view())) return true;
     if (produced_ == spec_.limit) {
       more_ = true;
       return Stop();
@@ -176,17 +211,29 @@ class PageBuilder {
   }
 
  private:
+  bool InCreatedRange(const TaskView& task) const {
+    if (!spec_.has_created_range()) return true;
+    const int64_t created = task.spec->created_us();
+    if (spec_.created_from_us && created < *spec_.created_from_us) return false;
+    return !spec_.created_before_us || created < *spec_.created_before_us;
+  }
+
+  // Whether ids a then b, next to each other in the listing's order, are
+  // close enough to read with one scan.
+  bool Close(TaskId a, TaskId b) const {
+    return (spec_.newest_first() ? a - b : b - a) <= kMaxScanGap;
+  }
+
   // Reads the buffered candidates' records: runs of close ids with one scan,
   // the others with point lookups. Returns false when the page is complete.
   bool Flush() {
     size_t i = 0;
     while (i < pending_.size() && !done_) {
       size_t j = i + 1;
-      while (j < pending_.size() &&
-             pending_[j] - pending_[j - 1] <= kMaxScanGap) {
-        ++j;
-      }
-      if (j - i >= kMinScanRun) {
+      while (j < pending_.size() && Close(pending_[j - 1], pending_[j])) ++j;
+      if (j - i >= kMinScanRun && spec_.newest_first()) {
+        ReadRunBackward(i, j);
+      } else if (j - i >= kMinScanRun) {
         ReadRun(i, j);
       } else {
         for (size_t k = i; k < j && !done_; ++k) ReadOne(pending_[k]);
@@ -237,6 +284,40 @@ class PageBuilder {
     while (next < to && !done_) Unreadable(pending_[next++]);
   }
 
+  // Reads pending_[from, to), descending ids, with one forward scan of the
+  // `tasks` family (a task's values are keyed oldest first, so a forward
+  // scan assembles them): the records are kept, then offered newest first.
+  void ReadRunBackward(size_t from, size_t to) {
+    enum : uint8_t { kMissing, kRead, kUnopened };
+    const size_t n = to - from;
+    run_.resize(std::max(run_.size(), n));
+    run_read_.assign(n, kMissing);
+    // Walks pending_ from its smallest id (to - 1) up to from.
+    size_t next = to;
+    Status s = view_.ScanTasks(
+        ColumnFamily::kTasks, pending_[to - 1],
+        [&](TaskId id, TaskBytes& task, const Status& opened) {
+          while (next > from && pending_[next - 1] < id) --next;
+          if (next > from && pending_[next - 1] == id) {
+            --next;
+            run_[next - from] = std::move(task);
+            run_read_[next - from] = opened.ok() ? kRead : kUnopened;
+          }
+          return next > from && id < pending_[from];
+        });
+    if (!s.ok()) {
+      Fail(s);
+      return;
+    }
+    for (size_t k = 0; k < n && !done_; ++k) {
+      if (run_read_[k] == kRead) {
+        OfferTask(pending_[from + k], run_[k]);
+      } else {
+        Unreadable(pending_[from + k]);
+      }
+    }
+  }
+
   void Fail(const Status& s) {
     status_ = s;
     done_ = true;
@@ -251,10 +332,14 @@ class PageBuilder {
   const PageVisitor& visit_;
   PageInfo* info_;
   const bool check_type_;
-  // Candidates whose records are not read yet, ascending.
+  const bool check_record_;
+  // Candidates whose records are not read yet, in the listing's order.
   std::vector<TaskId> pending_;
   // Reused for every point read.
   TaskBytes task_;
+  // The records of a backward run, and whether each was read.
+  std::vector<TaskBytes> run_;
+  std::vector<uint8_t> run_read_;
   Status status_;
   size_t produced_ = 0;
   TaskId last_produced_ = 0;
@@ -266,12 +351,12 @@ class PageBuilder {
 
 // Scans one id-ordered index range, offering each id.
 Status ScanIds(const TaskStore::ReadView& view, const std::string& prefix,
-               TaskId after, PageBuilder* page) {
-  return view.Scan(ColumnFamily::kIndex, prefix, ResumeKey(prefix, after),
-                   [&](std::string_view key, std::string_view) {
-                     TaskId id = TrailingId(key);
-                     return page->Examine(id) && page->Offer(id);
-                   });
+               const ListSpec& spec, PageBuilder* page) {
+  return ScanInOrder(view, prefix, spec,
+                     [&](std::string_view key, std::string_view) {
+                       TaskId id = TrailingId(key);
+                       return page->Examine(id) && page->Offer(id);
+                     });
 }
 
 // The status-index ranges of `status`, one per type that has an entry in
@@ -301,28 +386,88 @@ Status TypeRanges(const TaskStore::ReadView& view, TaskStatus status,
   }
 }
 
-// Offers the ids of several id-ordered ranges after spec.after, merged in
-// id order. Each range is cut at limit + 1 ids: the first limit + 1 ids of
-// the union are among them.
+// Offers the ids of several id-ordered ranges beyond spec.after, merged in
+// the listing's order. Each range is cut at limit + 1 ids: the first
+// limit + 1 ids of the union are among them.
 Status MergeRanges(const TaskStore::ReadView& view,
                    const std::vector<std::string>& ranges, const ListSpec& spec,
                    PageBuilder* page) {
   std::vector<TaskId> ids;
   for (const std::string& prefix : ranges) {
     size_t taken = 0;
-    Status s =
-        view.Scan(ColumnFamily::kIndex, prefix, ResumeKey(prefix, spec.after),
-                  [&](std::string_view key, std::string_view) {
-                    ids.push_back(TrailingId(key));
-                    return ++taken <= spec.limit;
-                  });
+    Status s = ScanInOrder(view, prefix, spec,
+                           [&](std::string_view key, std::string_view) {
+                             ids.push_back(TrailingId(key));
+                             return ++taken <= spec.limit;
+                           });
     if (!s.ok()) return s;
   }
-  std::sort(ids.begin(), ids.end());
+  if (spec.newest_first()) {
+    std::sort(ids.rbegin(), ids.rend());
+  } else {
+    std::sort(ids.begin(), ids.end());
+  }
   for (TaskId id : ids) {
     if (!page->Examine(id) || !page->Offer(id)) break;
   }
   return Status::OK();
+}
+
+// Ids a newest-first listing without filters reads with one forward scan.
+constexpr TaskId kBackwardChunk = 256;
+
+// The highest task id below `below` (0: any), or 0 when there is none: one
+// backward seek.
+Status HighestTaskBelow(const TaskStore::ReadView& view, TaskId below,
+                        TaskId* highest) {
+  *highest = 0;
+  return view.ScanReverse(ColumnFamily::kTasks, "",
+                          below == 0 ? "" : TaskPrefix(below),
+                          [&](std::string_view key, std::string_view) {
+                            TaskValueKind kind;
+                            uint32_t number = 0;
+                            if (!DecodeTaskKey(key, highest, &kind, &number)) {
+                              *highest = 0;
+                            }
+                            return false;
+                          });
+}
+
+// Offers the tasks below spec.after (0: all), newest first. A backward
+// iterator steps key by key through every value of a task and is slow in
+// RocksDB, so this finds the highest id below the bound with one backward
+// seek, reads the ids of a chunk below it with one forward scan, offers them
+// newest first, and repeats under the chunk.
+Status NewestTasks(const TaskStore::ReadView& view, const ListSpec& spec,
+                   PageBuilder* page) {
+  struct Read {
+    TaskId id;
+    TaskBytes task;
+    bool opened;
+  };
+  std::vector<Read> chunk;
+  TaskId below = spec.after;
+  for (;;) {
+    TaskId top = 0;
+    Status s = HighestTaskBelow(view, below, &top);
+    if (!s.ok() || top == 0) return s;
+    const TaskId bottom = top > kBackwardChunk ? top - kBackwardChunk + 1 : 1;
+    chunk.clear();
+    s = view.ScanTasks(ColumnFamily::kTasks, bottom,
+                       [&](TaskId id, TaskBytes& task, const Status& opened) {
+                         if (id > top) return false;
+                         chunk.push_back({id, std::move(task), opened.ok()});
+                         return true;
+                       });
+    if (!s.ok()) return s;
+    for (auto it = chunk.rbegin(); it != chunk.rend(); ++it) {
+      if (!page->Examine(it->id)) return Status::OK();
+      bool go_on = it->opened ? page->OfferTask(it->id, it->task)
+                              : page->Unreadable(it->id);
+      if (!go_on) return Status::OK();
+    }
+    below = bottom;
+  }
 }
 
 }  // namespace
@@ -340,9 +485,27 @@ Status ParseTaskQuery(const TaskQuery& query, ListSpec* spec) {
   if (query.status && static_cast<size_t>(*query.status) >= kTaskStatusCount) {
     return Status::InvalidArgument("status is out of range");
   }
+  if (query.order != ListOrder::kOldestFirst &&
+      query.order != ListOrder::kNewestFirst) {
+    return Status::InvalidArgument("order is out of range");
+  }
+  if (query.created_from && query.created_before &&
+      *query.created_before <= *query.created_from) {
+    return Status::InvalidArgument("created_before must be after created_from");
+  }
   spec->status = query.status;
   spec->type = query.type;
   spec->group = query.group;
+  spec->created_from_us.reset();
+  spec->created_before_us.reset();
+  if (query.created_from) {
+    spec->created_from_us = query.created_from->time_since_epoch().count();
+  }
+  if (query.created_before) {
+    spec->created_before_us = query.created_before->time_since_epoch().count();
+  }
+  spec->order = query.order;
+  spec->include_payload = query.include_payload;
   spec->limit = query.limit;
   spec->after = 0;
   if (query.cursor.empty()) return Status::OK();
@@ -377,14 +540,16 @@ Status ListPage(const TaskStore::ReadView& view, const ListSpec& spec,
   *info = PageInfo{};
   PageBuilder page(view, spec, visit, info);
   // Nothing is above the largest id.
-  if (spec.after == std::numeric_limits<TaskId>::max()) return page.Finish();
+  if (!spec.newest_first() &&
+      spec.after == std::numeric_limits<TaskId>::max()) {
+    return page.Finish();
+  }
 
   Status s;
   if (!spec.group.empty()) {
     std::string prefix = GroupIndexPrefix(view.StoredGroup(spec.group));
-    s = view.Scan(
-        ColumnFamily::kIndex, prefix, ResumeKey(prefix, spec.after),
-        [&](std::string_view key, std::string_view value) {
+    s = ScanInOrder(
+        view, prefix, spec, [&](std::string_view key, std::string_view value) {
           TaskId id = TrailingId(key);
           if (!page.Examine(id)) return false;
           if (spec.status &&
@@ -395,14 +560,15 @@ Status ListPage(const TaskStore::ReadView& view, const ListSpec& spec,
           return page.Offer(id);
         });
   } else if (!spec.type.empty() && spec.status) {
-    s = ScanIds(view, StatusIndexPrefix(*spec.status, spec.type), spec.after,
-                &page);
+    s = ScanIds(view, StatusIndexPrefix(*spec.status, spec.type), spec, &page);
   } else if (!spec.type.empty()) {
-    s = ScanIds(view, TypeIndexPrefix(spec.type), spec.after, &page);
+    s = ScanIds(view, TypeIndexPrefix(spec.type), spec, &page);
   } else if (spec.status) {
     std::vector<std::string> ranges;
     s = TypeRanges(view, *spec.status, &ranges);
     if (s.ok()) s = MergeRanges(view, ranges, spec, &page);
+  } else if (spec.newest_first()) {
+    s = NewestTasks(view, spec, &page);
   } else {
     s = view.ScanTasks(ColumnFamily::kTasks, spec.after + 1,
                        [&](TaskId id, TaskBytes& task, const Status& opened) {
@@ -427,6 +593,12 @@ JsonPayloadTypes JsonPayloadTypes::With(std::string_view type) const {
 bool JsonPayloadTypes::Contains(std::string_view type) const {
   auto at = std::lower_bound(types_.begin(), types_.end(), type);
   return at != types_.end() && *at == type;
+}
+
+PayloadFormat FormatOf(const TaskView& task, const ListSpec& spec,
+                       const JsonPayloadTypes* json_types) {
+  if (!spec.include_payload) return PayloadFormat::kOmitted;
+  return FormatOf(task, json_types);
 }
 
 PayloadFormat FormatOf(const TaskView& task,
@@ -471,7 +643,7 @@ Status ListPageJson(const TaskStore::ReadView& view, const ListSpec& spec,
   Status s = ListPage(
       view, spec,
       [&](const TaskBytes& task) {
-        json.Add(task.view(), FormatOf(task.view(), json_types));
+        json.Add(task.view(), FormatOf(task.view(), spec, json_types));
         if (++written == 1) {
           // Size the buffer once, from the first task, instead of letting a
           // page of thousands regrow it (each regrowth copies it all).

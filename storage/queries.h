@@ -16,8 +16,10 @@
 //   group [+status]  group entries (group, id) -> status, status checked on
 //                    the entry's value
 //   group + type     group entries, type checked on the task's state
-// In every case tasks come in ascending id order and the cursor is the last
-// id a page covered, so pages never overlap (see spool/query.h).
+// A created-time range is checked on each task's record. In every case
+// tasks come in ascending id order, or descending for a newest-first
+// listing (the same entries read backwards), and the cursor is the last id
+// a page covered, so pages never overlap (see spool/query.h).
 
 #ifndef SPOOL_STORAGE_QUERIES_H_
 #define SPOOL_STORAGE_QUERIES_H_
@@ -45,9 +47,21 @@ struct ListSpec {
   std::optional<TaskStatus> status;
   std::string type;
   std::string group;
+  // Bounds on created_at, in microseconds since the epoch: [from, before).
+  std::optional<int64_t> created_from_us;
+  std::optional<int64_t> created_before_us;
+  ListOrder order = ListOrder::kOldestFirst;
+  bool include_payload = true;
   size_t limit = 100;
-  // The page holds ids above this one.
+  // Where the page starts: it holds ids beyond this one in the listing's
+  // order. Oldest first: ids above it (0: from the oldest). Newest first:
+  // ids below it, with 0 (never a task id) meaning from the newest.
   TaskId after = 0;
+
+  bool newest_first() const { return order == ListOrder::kNewestFirst; }
+  bool has_created_range() const {
+    return created_from_us.has_value() || created_before_us.has_value();
+  }
 };
 
 // Checks `query` and turns it into a spec: InvalidArgument for a limit
@@ -68,7 +82,7 @@ struct PageInfo {
   size_t examined = 0;
 };
 
-// Called for each task of a page, in ascending id order. `task` holds its
+// Called for each task of a page, in the listing's order. `task` holds its
 // values, verified; `task.view()` reads them in place. Valid only during
 // the call.
 using PageVisitor = std::function<void(const TaskBytes& task)>;
@@ -98,6 +112,11 @@ class JsonPayloadTypes {
 
 // The payload format of one task under `json_types` (null: none declared).
 PayloadFormat FormatOf(const TaskView& task,
+                       const JsonPayloadTypes* json_types);
+
+// FormatOf for a task of a listing: kOmitted when `spec` leaves payloads
+// out.
+PayloadFormat FormatOf(const TaskView& task, const ListSpec& spec,
                        const JsonPayloadTypes* json_types);
 
 // Writes a page as one JSON object into a string:

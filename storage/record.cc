@@ -411,12 +411,12 @@ void AppendFailures(const TaskView& task,
   }
 }
 
-void FillTaskInfo(const TaskView& task, TaskInfo* info) {
+void FillTaskInfo(const TaskView& task, TaskInfo* info, bool with_payload) {
   const fb::TaskSpec& spec = *task.spec;
   const fb::TaskState& state = *task.state;
   info->id = spec.id();
   info->type = AsString(spec.type());
-  if (spec.payload() != nullptr) {
+  if (with_payload && spec.payload() != nullptr) {
     info->payload.assign(reinterpret_cast<const char*>(spec.payload()->data()),
                          spec.payload()->size());
   } else {

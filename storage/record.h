@@ -204,8 +204,10 @@ class TaskBytes {
   TaskView view_;
 };
 
-// Fills a public TaskInfo from a verified view.
-void FillTaskInfo(const TaskView& task, TaskInfo* info);
+// Fills a public TaskInfo from a verified view; with `with_payload` false,
+// TaskInfo::payload is left empty (a listing's projection).
+void FillTaskInfo(const TaskView& task, TaskInfo* info,
+                  bool with_payload = true);
 // Appends the view's failure history, oldest first, to `failures`.
 void AppendFailures(const TaskView& task,
                     std::vector<TaskInfo::Failure>* failures);

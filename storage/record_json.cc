@@ -171,6 +171,10 @@ void WriteTaskJson(const TaskView& task, PayloadFormat format,
     }
   }
   w.EndArray();
+  if (format == PayloadFormat::kOmitted) {
+    w.EndObject();
+    return;
+  }
   const std::string_view payload = AsView(spec.payload());
   bool embedded = false;
   if (format == PayloadFormat::kJson) {

@@ -49,6 +49,9 @@ enum class PayloadFormat : uint8_t {
   // is valid JSON, and as "payload_base64" otherwise, so a mistaken
   // declaration never makes the output invalid or a query fail.
   kJson = 1,
+  // Left out, as a listing asked (TaskQuery::include_payload): neither
+  // "payload" nor "payload_base64" is written.
+  kOmitted = 2,
 };
 
 // Appends `task` as one JSON object (see the file comment) to *out.

@@ -1020,6 +1020,38 @@ Status TaskStore::ScanLocked(ColumnFamily family, std::string_view prefix,
                    std::string("scanning ") + ColumnFamilyName(family));
 }
 
+Status TaskStore::ScanReverseLocked(ColumnFamily family,
+                                    std::string_view prefix,
+                                    std::string_view before,
+                                    const IndexVisitor& visit,
+                                    const rocksdb::Snapshot* snapshot) const {
+  if (Status s = CheckFamily(family); !s.ok()) return s;
+  rocksdb::ReadOptions ro;
+  ro.snapshot = snapshot;
+  // Bounds on both sides keep the iterator inside the prefix, even over
+  // deletions next to it.
+  std::string upper = PrefixSuccessor(prefix);
+  rocksdb::Slice lower_slice(AsSlice(prefix));
+  rocksdb::Slice upper_slice(upper);
+  ro.iterate_lower_bound = &lower_slice;
+  if (!upper.empty()) ro.iterate_upper_bound = &upper_slice;
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, Handle(family)));
+  if (before.empty() || (!upper.empty() && before >= upper)) {
+    it->SeekToLast();
+  } else {
+    // The last key <= before; `before` itself is excluded.
+    it->SeekForPrev(AsSlice(before));
+    if (it->Valid() && AsView(it->key()) == before) it->Prev();
+  }
+  for (; it->Valid(); it->Prev()) {
+    std::string_view key = AsView(it->key());
+    if (key.substr(0, prefix.size()) != prefix) break;
+    if (!visit(key, AsView(it->value()))) break;
+  }
+  return FromRocks(it->status(), std::string("scanning ") +
+                                     ColumnFamilyName(family) + " backwards");
+}
+
 Status TaskStore::ScanTasks(ColumnFamily family, TaskId from,
                             const TaskVisitor& visit,
                             const rocksdb::Snapshot* snapshot) const {
@@ -1117,6 +1149,14 @@ Status TaskStore::ReadView::Scan(ColumnFamily family, std::string_view prefix,
                                  const IndexVisitor& visit) const {
   if (!open_) return StoreClosed(store_->options_.path);
   return store_->ScanLocked(family, prefix, start, visit, snapshot_);
+}
+
+Status TaskStore::ReadView::ScanReverse(ColumnFamily family,
+                                        std::string_view prefix,
+                                        std::string_view before,
+                                        const IndexVisitor& visit) const {
+  if (!open_) return StoreClosed(store_->options_.path);
+  return store_->ScanReverseLocked(family, prefix, before, visit, snapshot_);
 }
 
 Status TaskStore::ReadView::ScanTasks(ColumnFamily family, TaskId from,

@@ -234,6 +234,11 @@ class TaskStore {
                 std::string_view start, const IndexVisitor& visit) const;
     Status ScanTasks(ColumnFamily family, TaskId from,
                      const TaskVisitor& visit) const;
+    // Scan's mirror: the entries with `prefix` whose keys are below `before`
+    // (empty: every entry of the prefix), in descending key order.
+    Status ScanReverse(ColumnFamily family, std::string_view prefix,
+                       std::string_view before,
+                       const IndexVisitor& visit) const;
     // Counts by status, as of this view.
     Status CountByStatus(std::array<uint64_t, kTaskStatusCount>* counts) const;
     // Counts by type and status, as of this view.
@@ -404,6 +409,9 @@ class TaskStore {
   Status ScanLocked(ColumnFamily family, std::string_view prefix,
                     std::string_view start, const IndexVisitor& visit,
                     const rocksdb::Snapshot* snapshot) const;
+  Status ScanReverseLocked(ColumnFamily family, std::string_view prefix,
+                           std::string_view before, const IndexVisitor& visit,
+                           const rocksdb::Snapshot* snapshot) const;
   Status ScanTasksLocked(ColumnFamily family, TaskId from,
                          const TaskVisitor& visit,
                          const rocksdb::Snapshot* snapshot) const;

@@ -463,6 +463,14 @@ TEST(SpoolCli, StatsListShowHistoryOnALiveQueue) {
   ASSERT_EQ(next.exit_code, 0) << next.err;
   EXPECT_GT(nlohmann::json::parse(next.out)["tasks"][0]["id"].get<uint64_t>(),
             page["tasks"][4]["id"].get<uint64_t>());
+  Outcome newest = Spool({"list", path, "--type", "flaky", "--limit", "5",
+                          "--newest", "--no-payload", "--json"});
+  ASSERT_EQ(newest.exit_code, 0) << newest.err;
+  auto newest_page = nlohmann::json::parse(newest.out);
+  ASSERT_EQ(newest_page["tasks"].size(), 5u);
+  EXPECT_GT(newest_page["tasks"][0]["id"].get<uint64_t>(),
+            newest_page["tasks"][4]["id"].get<uint64_t>());
+  EXPECT_FALSE(newest_page["tasks"][0].contains("payload_base64"));
   Outcome plain = Spool({"list", path, "--group", "g0", "--limit", "3"});
   EXPECT_EQ(plain.exit_code, 0) << plain.err;
   EXPECT_NE(plain.out.find("next page: --cursor"), std::string::npos);

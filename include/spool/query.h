@@ -5,7 +5,8 @@
 // snapshot of storage, and never waits for the writer. A result reflects at
 // least every write whose future had resolved before the query was made.
 //
-// Listing is paginated by task id (ascending, i.e. in enqueue order):
+// Listing is paginated by task id, oldest first (ascending, i.e. in enqueue
+// order) unless TaskQuery::order asks for newest first:
 //
 //   spool::TaskQuery query;
 //   query.status = spool::TaskStatus::kFailed;
@@ -18,8 +19,11 @@
 //   } while (!query.cursor.empty());
 //
 // Pagination guarantee. Each page comes from its own snapshot and returns
-// tasks with ids above the cursor, ascending. So, while writes go on:
-//   - no task appears twice in one pagination, and the ids only increase;
+// tasks with ids beyond the cursor in the listing's order (above it,
+// ascending; or below it, descending). So, while writes go on:
+//   - no task appears twice in one pagination, and the ids only move in the
+//     listing's direction (a newest-first pagination does not see tasks
+//     enqueued after its first page: start again for those);
 //   - a task that matches the query from the first page's snapshot to the
 //     last page's is returned exactly once;
 //   - a task that starts or stops matching meanwhile (e.g. changes status)
@@ -37,7 +41,8 @@
 // "last_error" (or null), "failures" ([{"attempt","at","error"}], oldest
 // first), then "payload" when the task's type was declared with
 // Runtime::DeclareJsonPayload and the payload is valid JSON (embedded as
-// is), else "payload_base64" (RFC 4648). Strings are escaped exactly: '"',
+// is), else "payload_base64" (RFC 4648); neither when a listing leaves
+// payloads out (TaskQuery::include_payload). Strings are escaped exactly: '"',
 // '\\' and U+0000..U+001F are escaped, U+2028/U+2029 too, and invalid UTF-8
 // becomes U+FFFD, so the output is always valid UTF-8 JSON.
 //
@@ -71,6 +76,12 @@ inline constexpr size_t kMaxPageSize = 10000;
 // when filters leave most of them out (e.g. a group and a status).
 inline constexpr size_t kMaxPageScan = 10000;
 
+// The order of a listing, by task id (which follows enqueue order).
+enum class ListOrder : uint8_t {
+  kOldestFirst = 0,
+  kNewestFirst = 1,
+};
+
 // Which tasks ListTasks returns, and which page of them. Filters combine
 // with "and"; every combination is served by an index (status, type,
 // type + status, group, group + status); a type together with a group reads
@@ -85,6 +96,25 @@ struct TaskQuery {
   // Only tasks in this group. Default (empty): any task, grouped or not.
   std::string group;
 
+  // Only tasks created at or after this time. Default: no bound.
+  std::optional<Timestamp> created_from;
+
+  // Only tasks created before this time. Default: no bound.
+  // created_from and created_before are checked on each task's record, not
+  // served by an index: a range that leaves most of the listed tasks out
+  // spends the page's scan budget (kMaxPageScan) and returns short pages
+  // with a cursor. Must be after created_from when both are set.
+  std::optional<Timestamp> created_before;
+
+  // Oldest first (ascending ids, the default) or newest first.
+  ListOrder order = ListOrder::kOldestFirst;
+
+  // Whether the listed tasks carry their payloads. false leaves
+  // TaskInfo::payload empty and the JSON forms without "payload" and
+  // "payload_base64": a dashboard's listing reads no payload bytes into its
+  // answer. Default: true.
+  bool include_payload = true;
+
   // The most tasks in one page, 1..kMaxPageSize. Default: 100.
   size_t limit = 100;
 
@@ -98,7 +128,7 @@ struct TaskQuery {
 
 // One page of a listing.
 struct TaskPage {
-  // Ascending ids.
+  // In the query's order: ascending ids, or descending for kNewestFirst.
   std::vector<TaskInfo> tasks;
 
   // Pass as TaskQuery::cursor to get the next page. Empty when the listing

@@ -237,6 +237,19 @@ class SpooldTest(unittest.TestCase):
         self.assertGreater(page2["tasks"][0]["id"], page["tasks"][0]["id"])
         code, pending = curl(s, "/v1/tasks?status=pending&group=")
         self.assertIn(held, [t["id"] for t in pending["tasks"]])
+        # Newest first, a created-time range and no payloads.
+        code, oldest = curl(s, "/v1/tasks?type=noop&limit=1000")
+        code, newest = curl(s, "/v1/tasks?type=noop&limit=1000&order=newest&payload=false")
+        self.assertEqual(code, 200, newest)
+        self.assertEqual([t["id"] for t in newest["tasks"]],
+                         [t["id"] for t in reversed(oldest["tasks"])])
+        self.assertTrue(all("payload" not in t and "payload_base64" not in t
+                            for t in newest["tasks"]), newest)
+        code, none = curl(s, "/v1/tasks?type=noop&created_from=2000-01-01T00:00:00Z"
+                             "&created_before=2000-01-02T00:00:00Z")
+        self.assertEqual((code, none["tasks"]), (200, []), none)
+        code, since = curl(s, "/v1/tasks?type=noop&limit=1000&created_from=2000-01-01T00:00:00Z")
+        self.assertEqual(len(since["tasks"]), len(oldest["tasks"]))
         # Counts.
         code, counts = curl(s, "/v1/counts")
         self.assertEqual(code, 200)
@@ -294,6 +307,13 @@ class SpooldTest(unittest.TestCase):
         self.assertError(curl(s, "/v1/tasks/abc"), 400, "invalid_argument")
         self.assertError(curl(s, "/v1/tasks?status=sleepy"), 400, "invalid_argument", "status")
         self.assertError(curl(s, "/v1/tasks?colour=red"), 400, "invalid_argument", "colour")
+        self.assertError(curl(s, "/v1/tasks?order=sideways"), 400, "invalid_argument", "order")
+        self.assertError(curl(s, "/v1/tasks?created_from=yesterday"), 400, "invalid_argument",
+                         "created_from")
+        self.assertError(curl(s, "/v1/tasks?created_from=2001-01-01T00:00:00Z"
+                                 "&created_before=2000-01-01T00:00:00Z"), 400,
+                         "invalid_argument", "created_before")
+        self.assertError(curl(s, "/v1/tasks?payload=maybe"), 400, "invalid_argument", "payload")
         self.assertError(curl(s, "/v1/nowhere"), 404, "not_found")
         self.assertError(curl(s, "/v1/counts", "DELETE"), 405, "method_not_allowed")
 
