@@ -50,8 +50,11 @@ using scheduler_actor = caf::typed_actor<
     caf::reacts_to<outcome_atom, uint32_t, Outcome, bool>,
     // A timer fired, or the clock jumped: move due tasks to ready.
     caf::reacts_to<tick_atom>,
-    // Calls back once no task is ready, claimed or running.
-    caf::reacts_to<drain_atom, Completion>,
+    // Calls back once no task is ready, claimed or running (and, if asked,
+    // none is due later), or at the request's timeout.
+    caf::reacts_to<drain_atom, DrainRequest>,
+    // Internal: drain request `id`'s timeout passed.
+    caf::reacts_to<drain_atom, uint64_t>,
     // Stops dispatching; calls back once no handler runs.
     caf::reacts_to<stop_atom, Completion>,
     // Pauses (true) or resumes one task type, or all when the type is "".

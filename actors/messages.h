@@ -8,6 +8,7 @@
 #ifndef SPOOL_ACTORS_MESSAGES_H_
 #define SPOOL_ACTORS_MESSAGES_H_
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -73,6 +74,15 @@ using HandlerRegistry = std::unordered_map<std::string, RegisteredHandler>;
 
 // Called once when a command is finished: OK, or why it failed.
 using Completion = std::function<void(const Status&)>;
+
+// A Drain waiting in the scheduler.
+struct DrainRequest {
+  Completion done;
+  // Tasks due later count too.
+  bool wait_for_scheduled = false;
+  // Zero: no deadline. Real time.
+  std::chrono::microseconds timeout{0};
+};
 
 // A task validated on the caller's thread, ready to be stored.
 struct NewTask {
@@ -458,6 +468,7 @@ using WatchStatsCallback = std::function<void(const WatchStats&)>;
 }  // namespace spool::actors
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::Completion)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::DrainRequest)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::EnqueueCommand)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::ControlCommand)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::MetaUpdate)

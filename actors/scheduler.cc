@@ -4,6 +4,7 @@
 #include <cmath>
 #include <deque>
 #include <limits>
+#include <map>
 #include <set>
 #include <tuple>
 #include <unordered_set>
@@ -158,7 +159,9 @@ struct SchedulerState {
   // The due time of the earliest timer message on its way.
   int64_t timer_armed_for = kNever;
 
-  std::vector<Completion> drains;
+  // Drain requests by id; ids also name their timeout messages.
+  std::map<uint64_t, DrainRequest> drains;
+  uint64_t next_drain_id = 0;
   std::vector<Completion> stops;
 
   int64_t NowMicros() const {
@@ -290,6 +293,14 @@ struct SchedulerState {
     return true;
   }
 
+  // Drained, and no task waits for a later time that could run then. While
+  // the whole queue is paused nothing runs on its own; a timed task of a
+  // paused type or behind a closed gate keeps this false only until it is
+  // due (it then waits in its lane, which Drained accepts).
+  bool Settled() const {
+    return Drained() && (paused || !queue.NextDueTime().has_value());
+  }
+
   // The earliest time something is due: a timed task, a rate-limited type,
   // or a periodic slot.
   int64_t NextWakeUp(int64_t now) const {
@@ -326,14 +337,23 @@ void Answer(std::vector<Completion>* waiting, const Status& status) {
 void CheckWaiters(Self self) {
   auto& st = self->state;
   if (st.stopping && st.Quiet()) Answer(&st.stops, Status::OK());
-  if (!st.drains.empty()) {
-    if (st.Drained()) {
-      Answer(&st.drains, Status::OK());
-    } else if (st.stopping) {
-      Answer(&st.drains, Status::Closed("the runtime closed before the queue "
-                                        "drained"));
+  if (st.drains.empty()) return;
+  const bool drained = st.Drained();
+  const bool settled = drained && st.Settled();
+  std::vector<std::pair<Completion, Status>> answers;
+  for (auto it = st.drains.begin(); it != st.drains.end();) {
+    bool done = it->second.wait_for_scheduled ? settled : drained;
+    if (done || st.stopping) {
+      answers.emplace_back(std::move(it->second.done),
+                           done ? Status::OK()
+                                : Status::Closed("the runtime closed before "
+                                                 "the queue drained"));
+      it = st.drains.erase(it);
+    } else {
+      ++it;
     }
   }
+  for (auto& [callback, status] : answers) callback(status);
 }
 
 // Settles an attempt that ran past its deadline as timed out, cancelling its
@@ -770,9 +790,22 @@ scheduler_actor::behavior_type SchedulerBehavior(Self self,
         }
         ScheduleDispatch(self);
       },
-      [self](drain_atom, Completion& done) {
-        self->state.drains.push_back(std::move(done));
+      [self](drain_atom, DrainRequest& request) {
+        auto& st = self->state;
+        uint64_t id = st.next_drain_id++;
+        if (request.timeout.count() > 0) {
+          self->delayed_send(self, request.timeout, drain_atom::value, id);
+        }
+        st.drains.emplace(id, std::move(request));
         ScheduleDispatch(self);
+      },
+      [self](drain_atom, uint64_t id) {
+        auto& st = self->state;
+        auto it = st.drains.find(id);
+        if (it == st.drains.end()) return;
+        Completion done = std::move(it->second.done);
+        st.drains.erase(it);
+        done(Status::TimedOut("the queue did not drain within the timeout"));
       },
       [self](stop_atom, Completion& done) {
         auto& s = self->state;

@@ -1,6 +1,7 @@
 #include "runtime/runtime_impl.h"
 
 #include <chrono>
+#include <thread>
 
 #include <caf/all.hpp>
 #include <spdlog/spdlog.h>
@@ -12,6 +13,7 @@
 #include "actors/writer.h"
 #include "util/logging.h"
 #include "util/schedule.h"
+#include "util/thread_name.h"
 
 namespace spool {
 namespace {
@@ -53,6 +55,23 @@ void Abandon(std::unique_ptr<caf::actor_system> system,
 Status Runtime::Open(const Options& options,
                      std::unique_ptr<Runtime>* runtime) {
   return RuntimeImpl::Open(options, TestHooks{}, runtime);
+}
+
+Future<std::shared_ptr<Runtime>> Runtime::OpenAsync(Options options) {
+  // Callbacks inline, on the opening thread: no executor exists yet.
+  Promise<std::shared_ptr<Runtime>> promise;
+  Future<std::shared_ptr<Runtime>> future = promise.GetFuture();
+  std::thread([promise, options = std::move(options)] {
+    NameThisThread("spool-open");
+    std::unique_ptr<Runtime> runtime;
+    Status s = Open(options, &runtime);
+    if (s.ok()) {
+      promise.Set(std::shared_ptr<Runtime>(std::move(runtime)));
+    } else {
+      promise.Set(s);
+    }
+  }).detach();
+  return future;
 }
 
 Status Runtime::OpenReadOnly(const Options& options,
@@ -660,7 +679,7 @@ Future<StatusCounts> RuntimeImpl::CountByStatus() {
   return promise.GetFuture();
 }
 
-Future<void> RuntimeImpl::Drain() {
+Future<void> RuntimeImpl::Drain(DrainOptions options) {
   CallGuard guard(this);
   if (guard.closed()) return Failed<void>(ClosedError(), executor_);
   if (read_only_) return Failed<void>(ReadOnlyError("Drain"), executor_);
@@ -670,15 +689,22 @@ Future<void> RuntimeImpl::Drain() {
                                    "first"),
         executor_);
   }
+  if (options.timeout.count() < 0) {
+    return Failed<void>(
+        Status::InvalidArgument("DrainOptions::timeout must not be negative"),
+        executor_);
+  }
   auto promise = NewPromise<void>();
   actors::scheduler_actor scheduler = scheduler_;
   // Through the writer first, so that tasks enqueued before this call are
-  // stored, and known to the scheduler, before it is asked.
-  Completion after_commit = [promise, scheduler](const Status&) {
-    Completion drained = [promise](const Status& s) {
-      promise.Set(Result<void>(s));
-    };
-    caf::anon_send(scheduler, actors::drain_atom::value, std::move(drained));
+  // stored, and known to the scheduler, before it is asked. The timeout
+  // runs from the scheduler's receipt: the barrier is one commit.
+  Completion after_commit = [promise, scheduler, options](const Status&) {
+    actors::DrainRequest request;
+    request.done = [promise](const Status& s) { promise.Set(Result<void>(s)); };
+    request.wait_for_scheduled = options.wait_for_scheduled;
+    request.timeout = options.timeout;
+    caf::anon_send(scheduler, actors::drain_atom::value, std::move(request));
   };
   caf::anon_send(writer_, actors::barrier_atom::value, std::move(after_commit));
   return promise.GetFuture();

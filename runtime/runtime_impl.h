@@ -114,7 +114,8 @@ class RuntimeImpl final : public Runtime {
   Future<std::vector<SetAsideTask>> ListSetAside(size_t limit) override;
   Future<StatusCounts> CountByStatus() override;
   Statistics GetStatistics() override;
-  Future<void> Drain() override;
+  using Runtime::Drain;
+  Future<void> Drain(DrainOptions options) override;
   Future<void> Close() override;
 
  private:

@@ -1,6 +1,7 @@
 // End-to-end behaviour of a runtime: enqueue, run, retry, drain, close.
 
 #include <atomic>
+#include <future>
 #include <set>
 #include <thread>
 
@@ -111,6 +112,53 @@ INSTANTIATE_TEST_SUITE_P(AllModes, RuntimeTest,
                          [](const auto& param_info) {
                            return std::string(DurabilityName(param_info.param));
                          });
+
+}  // namespace
+}  // namespace spool
+
+namespace spool {
+namespace {
+
+TEST(OpenAsyncTest, ResolvesWithTheRuntimeOrTheErrorOpenReturns) {
+  TempDir dir;
+  Options options;
+  options.path = dir.Sub("queue");
+
+  Future<std::shared_ptr<Runtime>> opening = Runtime::OpenAsync(options);
+  std::promise<bool> callback_ran;
+  opening.Then([&](const Result<std::shared_ptr<Runtime>>& result) {
+    callback_ran.set_value(result.ok());
+  });
+  ASSERT_TRUE(opening.WaitFor(kWait));
+  const auto& opened = opening.Wait();
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  std::shared_ptr<Runtime> runtime = *opened;
+  ASSERT_NE(runtime, nullptr);
+  auto ran = callback_ran.get_future();
+  ASSERT_EQ(ran.wait_for(kWait), std::future_status::ready);
+  EXPECT_TRUE(ran.get());
+
+  // The runtime works as one from Open.
+  ASSERT_TRUE(runtime->RegisterHandler("t", spool::testing::Ok).ok());
+  ASSERT_TRUE(runtime->Start().ok());
+  Ticket ticket = runtime->Enqueue("t", "x");
+  ASSERT_TRUE(ticket.stored.WaitFor(kWait));
+  ASSERT_TRUE(ticket.stored.Wait().ok());
+
+  // A second open of the held directory fails as Open does.
+  auto busy = Runtime::OpenAsync(options);
+  ASSERT_TRUE(busy.WaitFor(kWait));
+  EXPECT_TRUE(busy.Wait().status().IsBusy()) << busy.Wait().status().ToString();
+
+  Options bad;
+  auto invalid = Runtime::OpenAsync(bad);
+  ASSERT_TRUE(invalid.WaitFor(kWait));
+  EXPECT_TRUE(invalid.Wait().status().IsInvalidArgument());
+
+  auto closed = runtime->Close();
+  ASSERT_TRUE(closed.WaitFor(kWait));
+  EXPECT_TRUE(closed.Wait().ok());
+}
 
 }  // namespace
 }  // namespace spool

@@ -57,6 +57,19 @@ class Runtime {
   // read.
   static Status Open(const Options& options, std::unique_ptr<Runtime>* runtime);
 
+  // Open without blocking the caller: opens on a thread of its own and
+  // resolves the future with the runtime, or with the error Open returns.
+  // How long an open takes grows with what a crash left: the write-ahead
+  // log to replay (at most 64 MiB, RocksDB's max_total_wal_size) and the
+  // interrupted attempts to record.
+  //
+  // The future's callbacks (Then) run on that thread, or on the calling
+  // thread when Then is called after it resolved, since no callback executor
+  // exists before the runtime does; they may keep or destroy the runtime.
+  // The thread ends once they have run. Do not let the process exit before
+  // the future resolves: exiting cuts the open short like any thread.
+  static Future<std::shared_ptr<Runtime>> OpenAsync(Options options);
+
   // Opens the storage at options.path for queries only: to inspect a queue
   // that another process holds (and runs), or one no process holds. Takes
   // no lock and writes nothing into the directory: it opens RocksDB as a
@@ -357,9 +370,17 @@ class Runtime {
   // Resolves once every task enqueued before the call is stored and nothing
   // can run: no task is ready, being claimed or running. Tasks waiting for a
   // later time, paused (Pause, PauseType) or behind a closed gate do not
-  // count; tasks held back by a rate limit do. FailedPrecondition before
-  // Start.
-  virtual Future<void> Drain() = 0;
+  // count; tasks held back by a rate limit do. With
+  // options.wait_for_scheduled, tasks due later count too (see
+  // DrainOptions): "wait until every task is final" without polling.
+  // FailedPrecondition before Start, InvalidArgument for a negative
+  // timeout, TimedOut past options.timeout, Closed if the runtime closes
+  // first.
+  virtual Future<void> Drain(DrainOptions options) = 0;
+
+  // Drain with the default options: tasks due later do not count, no time
+  // limit.
+  Future<void> Drain() { return Drain(DrainOptions{}); }
 
   // Stops taking calls (later calls fail with Closed), lets running handlers
   // finish for up to Options::close_timeout, records their outcomes, flushes

@@ -269,6 +269,20 @@ struct PurgeOptions {
   size_t batch_size = 1000;
 };
 
+// What Drain waits for, and for how long.
+struct DrainOptions {
+  // Also wait for the tasks due later: delayed tasks and scheduled retries,
+  // until each is due and has run, so that Drain resolves only when every
+  // task is final or held back by someone (paused, behind a closed gate,
+  // held, or waiting on such a task). Default: false (tasks due later do not
+  // count).
+  bool wait_for_scheduled = false;
+  // Resolve with TimedOut if the queue has not drained by then; zero for no
+  // limit. Measured in real time, not by Options::clock. Must not be
+  // negative. Default: no limit.
+  Duration timeout = Duration(0);
+};
+
 // Something that happened to a task, delivered to subscribers (see
 // Runtime::Subscribe) after the write that recorded it is durable.
 struct TaskEvent {
