@@ -403,6 +403,17 @@ TEST(ParseOptionsTest, WriterPendingBoundsAndTheirPolicy) {
                         "\"busy\", \"wait\", got \"block\" (line 2)"));
   EXPECT_THAT(OverrideError("writer.on_full=drop"),
               HasSubstr("writer.on_full: expected one of \"busy\", \"wait\""));
+
+  // Set in code, Validate (which Runtime::Open runs) names the field.
+  options = DocumentedDefaults();
+  options.on_writer_full = static_cast<WriterFull>(2);
+  EXPECT_EQ(options.Validate().ToString(),
+            "InvalidArgument: writer.on_full is out of range");
+  options = DocumentedDefaults();
+  options.writer_max_pending_tasks = 100'000'001;
+  EXPECT_EQ(options.Validate().ToString(),
+            "InvalidArgument: writer.max_pending_tasks must be in [0, "
+            "100000000], got 100000001");
 }
 
 // size_t fields must not wrap a negative value into a huge one.
