@@ -391,6 +391,19 @@ const std::vector<KeySpec>& Registry() {
       IntegerKey<&Options::writer_state_cache, 0, 16'777'216>(
           "writer", "state_cache",
           "The most queued tasks whose states the writer keeps in memory."),
+      // The upper ends repeat util/options.cc's kMaxPendingTasks and
+      // kMaxPendingBytes.
+      IntegerKey<&Options::writer_max_pending_tasks, 0, 100'000'000>(
+          "writer", "max_pending_tasks",
+          "The most enqueued tasks accepted and not yet durable; 0: no "
+          "bound."),
+      IntegerKey<&Options::writer_max_pending_bytes, 0, int64_t{1} << 40>(
+          "writer", "max_pending_bytes",
+          "The most payload and type bytes of those tasks; 0: no bound."),
+      EnumKey<&Options::on_writer_full, WriterFullName, WriterFull::kFailBusy,
+              WriterFull::kWait>(
+          "writer", "on_full",
+          "Past a bound: \"busy\" refuses the call, \"wait\" queues it."),
       EnumKey<&Options::log_level, LogLevelName, LogLevel::kTrace,
               LogLevel::kDebug, LogLevel::kInfo, LogLevel::kWarn,
               LogLevel::kError, LogLevel::kOff>(

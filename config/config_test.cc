@@ -63,6 +63,9 @@ void ExpectSameOptions(const Options& actual, const Options& expected) {
   EXPECT_EQ(actual.scheduler_threads, expected.scheduler_threads);
   EXPECT_EQ(actual.close_timeout, expected.close_timeout);
   EXPECT_EQ(actual.writer_max_batch, expected.writer_max_batch);
+  EXPECT_EQ(actual.writer_max_pending_tasks, expected.writer_max_pending_tasks);
+  EXPECT_EQ(actual.writer_max_pending_bytes, expected.writer_max_pending_bytes);
+  EXPECT_EQ(actual.on_writer_full, expected.on_writer_full);
   EXPECT_EQ(actual.group_concurrency, expected.group_concurrency);
   EXPECT_EQ(actual.log_level, expected.log_level);
 }
@@ -152,7 +155,7 @@ TEST(ShippedConfigTest, DocumentsEveryKeyAndItsDefault) {
     EXPECT_THAT(line.comment, HasSubstr("Allowed: "))
         << "the comment above " << line.key << " must state what it allows";
   }
-  EXPECT_EQ(keys.size(), 16u);
+  EXPECT_EQ(keys.size(), 19u);
 }
 
 // A key added to the registry must also be documented in spool.toml.
@@ -160,7 +163,7 @@ TEST(ShippedConfigTest, SetsEveryKeyTheRegistryKnows) {
   std::set<std::string> documented = KeysIn(ReadText(ShippedConfigPath()));
   std::set<std::string> known = KeysIn(DescribeOptions(Options()));
   EXPECT_EQ(documented, known);
-  EXPECT_EQ(known.size(), 16u);
+  EXPECT_EQ(known.size(), 19u);
 }
 
 // ---------------------------------------------------------------------------
@@ -276,7 +279,8 @@ TEST(ParseOptionsTest, RejectsUnknownKeyWithSuggestion) {
 TEST(ParseOptionsTest, RejectsUnknownKeyListingTheSectionsKeys) {
   std::string error = ParseError("[writer]\nbatch_bytes = 4\n");
   EXPECT_THAT(error, HasSubstr("writer.batch_bytes: unknown key; [writer] has "
-                               "max_batch, state_cache (line 2)"));
+                               "max_batch, state_cache, max_pending_tasks, "
+                               "max_pending_bytes, on_full (line 2)"));
   EXPECT_THAT(error, Not(HasSubstr("did you mean")));
 }
 
@@ -363,6 +367,53 @@ TEST(ParseOptionsTest, RejectsOutOfRangeIntegers) {
   EXPECT_THAT(ParseError("[runtime]\nclose_timeout_ms = -1"),
               HasSubstr("runtime.close_timeout_ms: expected an integer in "
                         "[0, 86400000], got -1"));
+}
+
+// The bounds on enqueues not yet durable (issue 15): set from the file, and
+// refused with the file, key, line and reason.
+TEST(ParseOptionsTest, WriterPendingBoundsAndTheirPolicy) {
+  Options options;
+  Status status = Parse(
+      "[writer]\nmax_pending_tasks = 500\nmax_pending_bytes = 1_048_576\n"
+      "on_full = \"wait\"\n",
+      &options);
+  ASSERT_TRUE(status.ok()) << status.ToString();
+  EXPECT_EQ(options.writer_max_pending_tasks, 500u);
+  EXPECT_EQ(options.writer_max_pending_bytes, size_t{1} << 20);
+  EXPECT_EQ(options.on_writer_full, WriterFull::kWait);
+  ASSERT_TRUE(
+      Parse("[writer]\nmax_pending_tasks = 0\nmax_pending_bytes = 0", &options)
+          .ok());
+  EXPECT_EQ(options.writer_max_pending_tasks, 0u);
+
+  EXPECT_THAT(ParseError("[writer]\nmax_pending_tasks = 100_000_001"),
+              HasSubstr("InvalidArgument: config/spool.toml: "
+                        "writer.max_pending_tasks: expected an integer in [0, "
+                        "100000000], got 100000001 (line 2)"));
+  EXPECT_THAT(ParseError("[writer]\nmax_pending_tasks = -1"),
+              HasSubstr("got -1 (line 2)"));
+  EXPECT_THAT(ParseError("\n[writer]\nmax_pending_bytes = 1_099_511_627_777"),
+              HasSubstr("config/spool.toml: writer.max_pending_bytes: expected "
+                        "an integer in [0, 1099511627776], got 1099511627777 "
+                        "(line 3)"));
+  EXPECT_THAT(ParseError("[writer]\nmax_pending_bytes = \"64MiB\""),
+              HasSubstr("writer.max_pending_bytes: expected an integer"));
+  EXPECT_THAT(ParseError("[writer]\non_full = \"block\""),
+              HasSubstr("config/spool.toml: writer.on_full: expected one of "
+                        "\"busy\", \"wait\", got \"block\" (line 2)"));
+  EXPECT_THAT(OverrideError("writer.on_full=drop"),
+              HasSubstr("writer.on_full: expected one of \"busy\", \"wait\""));
+
+  // Set in code, Validate (which Runtime::Open runs) names the field.
+  options = DocumentedDefaults();
+  options.on_writer_full = static_cast<WriterFull>(2);
+  EXPECT_EQ(options.Validate().ToString(),
+            "InvalidArgument: writer.on_full is out of range");
+  options = DocumentedDefaults();
+  options.writer_max_pending_tasks = 100'000'001;
+  EXPECT_EQ(options.Validate().ToString(),
+            "InvalidArgument: writer.max_pending_tasks must be in [0, "
+            "100000000], got 100000001");
 }
 
 // size_t fields must not wrap a negative value into a huge one.
@@ -711,7 +762,7 @@ TEST(OverrideTest, EveryIntegerRangeAgreesWithValidate) {
     }
     ++checked;
   }
-  EXPECT_EQ(checked, 11);
+  EXPECT_EQ(checked, 13);
 }
 
 // ---------------------------------------------------------------------------

@@ -107,7 +107,11 @@ WriterStatsSnapshot RuntimeImpl::WriterStats() const {
   return out;
 }
 
-Statistics RuntimeImpl::GetStatistics() { return metrics_->Snapshot(); }
+Statistics RuntimeImpl::GetStatistics() {
+  Statistics stats = metrics_->Snapshot();
+  if (admission_) admission_->Fill(&stats);
+  return stats;
+}
 
 RuntimeImpl::CallGuard::CallGuard(RuntimeImpl* runtime) : runtime_(runtime) {
   // Sequentially consistent on both sides: either Close sees this call in
@@ -273,6 +277,12 @@ void RuntimeImpl::StartWriter() {
   };
   writer_config.events_wanted = [this] { return subscriber_count_.load() > 0; };
   writer_ = actors::SpawnWriter(*actor_system_, std::move(writer_config));
+  // `this` outlives every send: Close ends the admission before the writer.
+  admission_ = std::make_shared<Admission>(
+      options_, [this](actors::EnqueueCommand command) {
+        caf::anon_send(writer_, actors::enqueue_atom::value,
+                       std::move(command));
+      });
 }
 
 Result<actors::RecoveryResult> RuntimeImpl::Recover() {
@@ -571,17 +581,22 @@ Ticket RuntimeImpl::Enqueue(TaskSpec task) {
   if (!s.ok()) return Ticket{0, Failed<TaskId>(s, executor_)};
 
   TaskId id = prepared->id;
+  Admission::Cost cost{1, prepared->payload.size() + prepared->type.size()};
   auto promise = NewPromise<TaskId>();
   actors::EnqueueCommand command;
   command.tasks.push_back(std::move(prepared).value());
-  command.done = [promise](const Result<std::vector<TaskId>>& stored) {
+  command.done = [promise, admission = admission_,
+                  cost](const Result<std::vector<TaskId>>& stored) {
+    // Released first, so that the room is free once the future resolves.
+    admission->Release(cost);
     if (stored.ok()) {
       promise.Set(stored->front());
     } else {
       promise.Set(stored.status());
     }
   };
-  caf::anon_send(writer_, actors::enqueue_atom::value, std::move(command));
+  s = admission_->Admit(cost, "task", std::move(command));
+  if (!s.ok()) return Ticket{0, Failed<TaskId>(s, executor_)};
   return Ticket{id, promise.GetFuture()};
 }
 
@@ -611,12 +626,14 @@ BatchTicket RuntimeImpl::EnqueueMany(std::vector<TaskSpec> tasks, bool chain) {
   int64_t now = clock_->Now().time_since_epoch().count();
   actors::EnqueueCommand command;
   command.tasks.reserve(tasks.size());
+  Admission::Cost cost{tasks.size(), 0};
   for (size_t i = 0; i < tasks.size(); ++i) {
     Result<actors::NewTask> prepared =
         Prepare(tasks[i], "task " + std::to_string(i) + " of the batch", now);
     if (!prepared.ok()) {
       return BatchTicket{{}, Failed<Ids>(prepared.status(), executor_)};
     }
+    cost.bytes += prepared->payload.size() + prepared->type.size();
     command.tasks.push_back(std::move(prepared).value());
   }
   Ids ids;
@@ -633,8 +650,13 @@ BatchTicket RuntimeImpl::EnqueueMany(std::vector<TaskSpec> tasks, bool chain) {
     }
   }
   auto promise = NewPromise<Ids>();
-  command.done = [promise](const Result<Ids>& stored) { promise.Set(stored); };
-  caf::anon_send(writer_, actors::enqueue_atom::value, std::move(command));
+  command.done = [promise, admission = admission_,
+                  cost](const Result<Ids>& stored) {
+    admission->Release(cost);
+    promise.Set(stored);
+  };
+  Status s = admission_->Admit(cost, "tasks", std::move(command));
+  if (!s.ok()) return BatchTicket{{}, Failed<Ids>(s, executor_)};
   return BatchTicket{std::move(ids), promise.GetFuture()};
 }
 
@@ -724,6 +746,12 @@ Future<void> RuntimeImpl::Close() {
 void RuntimeImpl::RunClose(Promise<void> promise) {
   closed_ = true;
   while (calls_in_flight_.load() != 0) std::this_thread::yield();
+  // Before the writer's last barrier, so that nothing is handed to it after.
+  if (admission_) {
+    admission_->Close(Status::Closed(
+        "the runtime closed while the call waited for room in the writer "
+        "(writer.on_full = \"wait\"); nothing of it was stored"));
+  }
   if (read_only_) {
     promise.Set(Result<void>(CloseReadOnly()));
     return;

@@ -18,6 +18,7 @@
 #include "actors/claimed_pool.h"
 #include "actors/handler_registry.h"
 #include "actors/writer_stats.h"
+#include "runtime/admission.h"
 #include "runtime/test_hooks.h"
 #include "runtime/thread_executor.h"
 #include "storage/queries.h"
@@ -249,6 +250,11 @@ class RuntimeImpl final : public Runtime {
   uint64_t clock_listener_ = 0;
 
   std::atomic<uint64_t> next_id_{1};
+
+  // The bound on enqueues not yet durable (runtime/admission.h). Shared
+  // with every enqueue command's `done`, which releases its room. Made at
+  // StartWriter, since it sends to the writer.
+  std::shared_ptr<Admission> admission_;
 
   std::mutex registry_mutex_;
   // Copy on write before Start, frozen after.

@@ -1,6 +1,7 @@
 #include "storage/fault_env.h"
 
 #include <algorithm>
+#include <condition_variable>
 #include <map>
 #include <mutex>
 #include <utility>
@@ -307,6 +308,39 @@ class State {
     return out;
   }
 
+  // ---- Stalls ----
+
+  void Stall(FileKindSet files, std::chrono::milliseconds at_most) {
+    std::lock_guard<std::mutex> lock(stall_mu_);
+    stall_files_ = files;
+    stall_until_ = std::chrono::steady_clock::now() + at_most;
+    stall_cv_.notify_all();  // a waiter re-reads its deadline
+  }
+
+  void ReleaseStall() {
+    std::lock_guard<std::mutex> lock(stall_mu_);
+    stall_files_ = 0;
+    stall_cv_.notify_all();
+  }
+
+  uint64_t Stalled() const {
+    std::lock_guard<std::mutex> lock(stall_mu_);
+    return stalled_;
+  }
+
+  // Holds a sync of a file of `kind` while a stall covers it.
+  void WaitWhileStalled(FileKind kind) {
+    std::unique_lock<std::mutex> lock(stall_mu_);
+    auto held = [&] {
+      return (stall_files_ & KindBit(kind)) != 0 &&
+             std::chrono::steady_clock::now() < stall_until_;
+    };
+    if (!held()) return;
+    ++stalled_;
+    while (held()) stall_cv_.wait_until(lock, stall_until_);
+    --stalled_;
+  }
+
  private:
   // A uniform double in [0, 1) from splitmix64: the same on every platform.
   double NextUniform() {
@@ -322,6 +356,13 @@ class State {
   uint64_t rng_;
   FaultCounters counters_;
   std::map<std::string, std::shared_ptr<TrackedFile>> files_;
+
+  // Apart from mu_, which a stalled sync must not hold.
+  mutable std::mutex stall_mu_;
+  std::condition_variable stall_cv_;
+  FileKindSet stall_files_ = 0;
+  std::chrono::steady_clock::time_point stall_until_;
+  uint64_t stalled_ = 0;
 };
 
 namespace {
@@ -387,6 +428,7 @@ class FaultWritableFile final : public rocksdb::FSWritableFileOwnerWrapper {
   IOStatus RangeSync(uint64_t offset, uint64_t nbytes, const IOOptions& options,
                      IODebugContext* dbg) override {
     // Makes nothing durable in this model, so it never moves `synced`.
+    state_->WaitWhileStalled(kind_);
     State::Decision d = state_->Decide(FaultOp::kSync, kind_, fname_);
     if (!d.status.ok()) {
       if (d.sync_persists) {
@@ -402,6 +444,7 @@ class FaultWritableFile final : public rocksdb::FSWritableFileOwnerWrapper {
  private:
   template <class SyncFn>
   IOStatus DoSync(SyncFn&& sync) {
+    state_->WaitWhileStalled(kind_);
     State::Decision d = state_->Decide(FaultOp::kSync, kind_, fname_);
     if (!d.status.ok() && !d.sync_persists) return d.status;
     // Only what was written before the sync started is durable after it.
@@ -658,6 +701,15 @@ bool FaultInjectionEnv::FaultArmed(FaultOp op) const {
 }
 
 void FaultInjectionEnv::Reseed(uint64_t seed) { state_->Reseed(seed); }
+
+void FaultInjectionEnv::StallSyncs(FileKindSet files,
+                                   std::chrono::milliseconds at_most) {
+  state_->Stall(files, at_most);
+}
+
+void FaultInjectionEnv::ReleaseStall() { state_->ReleaseStall(); }
+
+uint64_t FaultInjectionEnv::StalledSyncs() const { return state_->Stalled(); }
 
 FaultCounters FaultInjectionEnv::counters() const { return state_->Counters(); }
 

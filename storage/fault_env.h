@@ -38,6 +38,9 @@
 // and kSync with FaultSpec::Always() so that nothing more reaches the disk,
 // close the DB, clear the faults, then call DropUnsyncedData().
 //
+// A stall (StallSyncs) holds syncs instead of failing them, for tests of what
+// a slow or hung disk does to the layers above.
+//
 // Not covered: creating, renaming and deleting files never fail; directory
 // fsyncs, FSRandomRWFile and the info log (LOG) are not wrapped; a failed
 // write never writes part of its data.
@@ -51,6 +54,7 @@
 #define SPOOL_STORAGE_FAULT_ENV_H_
 
 #include <array>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -201,6 +205,22 @@ class FaultInjectionEnv {
   // for the same sequence of operations (RocksDB's background threads may
   // change that sequence from run to run).
   void Reseed(uint64_t seed);
+
+  // ---- Stalls ----
+
+  // Holds every sync (Sync, Fsync, RangeSync) of the files in `files` until
+  // ReleaseStall, or until `at_most` has passed since this call, whichever
+  // comes first: a disk that stops answering, as fdatasync does on a
+  // stalled device. A held sync then runs as usual (an armed kSync fault
+  // included). The appends before it have reached the file; they are not
+  // durable until it runs. `at_most` keeps a test that fails before it
+  // releases from hanging. Replaces an earlier stall; syncs already held
+  // take the new deadline and files.
+  void StallSyncs(FileKindSet files, std::chrono::milliseconds at_most);
+  // Lets every held sync go on, and later ones run at once.
+  void ReleaseStall();
+  // How many syncs are held now.
+  uint64_t StalledSyncs() const;
 
   // ---- Counters ----
 

@@ -112,6 +112,47 @@ TEST(FileKindTest, KindsByName) {
   EXPECT_EQ(FileKindOf("/d/.log"), FileKind::kOther);
 }
 
+TEST_F(FaultFsTest, AStallHoldsSyncsOfItsFilesUntilReleased) {
+  auto wal = NewWritable("000001.log");
+  auto sst = NewWritable("000002.sst");
+  ASSERT_TRUE(wal->Append("abc", IOOptions(), nullptr).ok());
+  faults_.StallSyncs(kWalFiles, std::chrono::seconds(60));
+  // Files the stall does not cover sync at once.
+  EXPECT_TRUE(sst->Sync(IOOptions(), nullptr).ok());
+  EXPECT_EQ(faults_.StalledSyncs(), 0u);
+
+  std::atomic<bool> synced{false};
+  std::thread syncer([&] {
+    EXPECT_TRUE(wal->Fsync(IOOptions(), nullptr).ok());
+    synced = true;
+  });
+  ASSERT_TRUE(WaitUntil([&] { return faults_.StalledSyncs() == 1; }));
+  EXPECT_FALSE(synced);
+  // The append reached the file; it is not durable while the sync waits.
+  EXPECT_EQ(SizeOf("000001.log"), 3u);
+  EXPECT_EQ(faults_.UnsyncedBytes(), 3u);
+
+  faults_.ReleaseStall();
+  syncer.join();  // bounded: the stall's own deadline is 60 s
+  EXPECT_TRUE(synced);
+  EXPECT_EQ(faults_.StalledSyncs(), 0u);
+  EXPECT_EQ(faults_.UnsyncedBytes(), 0u);
+  // Released: later syncs run at once.
+  EXPECT_TRUE(wal->Sync(IOOptions(), nullptr).ok());
+}
+
+TEST_F(FaultFsTest, AStallEndsByItselfAtItsDeadline) {
+  auto wal = NewWritable("000001.log");
+  faults_.StallSyncs(kWalFiles, std::chrono::milliseconds(200));
+  auto started = Clock::now();
+  EXPECT_TRUE(wal->Sync(IOOptions(), nullptr).ok());
+  EXPECT_GE(Clock::now() - started, std::chrono::milliseconds(200));
+  // An armed fault still applies to the sync a stall let go.
+  faults_.StallSyncs(kWalFiles, std::chrono::milliseconds(1));
+  faults_.SetFault(FaultOp::kSync, FaultSpec::NextN(1, kWalFiles));
+  EXPECT_TRUE(wal->Sync(IOOptions(), nullptr).IsIOError());
+}
+
 TEST_F(FaultFsTest, NextNFailsExactlyNMatchingWritesThenDisarms) {
   auto wal = NewWritable("000001.log");
   auto sst = NewWritable("000002.sst");

@@ -299,6 +299,11 @@ TEST(StatisticsTest, PromtoolAcceptsThePrometheusText) {
                       "status=\"succeeded\"} 20\n"),
             std::string::npos)
       << text;
+  // The back-pressure figures (issue 15): nothing refused, nothing held.
+  EXPECT_NE(text.find("spool_enqueues_refused_busy_total 0\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("spool_pending_enqueued_tasks 0\n"), std::string::npos);
+  EXPECT_NE(text.find("spool_waiting_enqueued_bytes 0\n"), std::string::npos);
   std::string file = dir.Sub("metrics.txt");
   std::ofstream(file) << text;
   std::string output;

@@ -1,6 +1,14 @@
 #include <spool/options.h>
 
 namespace spool {
+namespace {
+
+// The upper ends of writer.max_pending_tasks and writer.max_pending_bytes:
+// far past any sane bound (config/config.cc repeats them).
+constexpr size_t kMaxPendingTasks = 100'000'000;
+constexpr size_t kMaxPendingBytes = size_t{1} << 40;
+
+}  // namespace
 
 const char* DurabilityName(Durability durability) {
   switch (durability) {
@@ -50,6 +58,16 @@ const char* ReadOnlyScopeName(ReadOnlyScope scope) {
       return "tasks";
     case ReadOnlyScope::kCounts:
       return "counts";
+  }
+  return "invalid";
+}
+
+const char* WriterFullName(WriterFull value) {
+  switch (value) {
+    case WriterFull::kFailBusy:
+      return "busy";
+    case WriterFull::kWait:
+      return "wait";
   }
   return "invalid";
 }
@@ -106,6 +124,19 @@ Status Options::Validate() const {
   if (writer_max_batch < 1 || writer_max_batch > 1'000'000) {
     return bad("writer.max_batch must be in [1, 1000000], got " +
                std::to_string(writer_max_batch));
+  }
+  if (writer_max_pending_tasks > kMaxPendingTasks) {
+    return bad("writer.max_pending_tasks must be in [0, " +
+               std::to_string(kMaxPendingTasks) + "], got " +
+               std::to_string(writer_max_pending_tasks));
+  }
+  if (writer_max_pending_bytes > kMaxPendingBytes) {
+    return bad("writer.max_pending_bytes must be in [0, " +
+               std::to_string(kMaxPendingBytes) + "], got " +
+               std::to_string(writer_max_pending_bytes));
+  }
+  if (static_cast<int>(on_writer_full) > static_cast<int>(WriterFull::kWait)) {
+    return bad("writer.on_full is out of range");
   }
   // A day is far beyond any sane shutdown, and keeps deadline arithmetic in
   // nanoseconds from overflowing.

@@ -148,6 +148,10 @@ std::string FormatPrometheus(const Statistics& stats) {
       {"spool_tasks_recovered_total",
        "Tasks left running by the last process and dealt with at open.",
        &Statistics::recovered},
+      {"spool_enqueues_refused_busy_total",
+       "Enqueue calls refused with Busy: the writer held its bound of tasks "
+       "or bytes not yet durable.",
+       &Statistics::busy_refusals},
   };
   for (const CounterMetric& c : kCounters) {
     w.Counter(c.name, c.help, stats.*c.value);
@@ -190,6 +194,16 @@ std::string FormatPrometheus(const Statistics& stats) {
   w.Gauge("spool_reader_queue_depth", "Queries waiting for a reader.",
           stats.reader_queue_depth);
   w.Gauge("spool_watchers", "Live queries subscribed.", stats.watchers);
+  w.Gauge("spool_pending_enqueued_tasks",
+          "Enqueued tasks handed to the writer, not yet stored or failed.",
+          stats.pending_tasks);
+  w.Gauge("spool_pending_enqueued_bytes",
+          "Payload and type bytes of those tasks.", stats.pending_bytes);
+  w.Gauge("spool_waiting_enqueued_tasks",
+          "Enqueued tasks waiting for room in the writer (on_full = wait).",
+          stats.waiting_tasks);
+  w.Gauge("spool_waiting_enqueued_bytes",
+          "Payload and type bytes of those tasks.", stats.waiting_bytes);
   return w.Take();
 }
 

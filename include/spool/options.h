@@ -87,6 +87,30 @@ enum class ReadOnlyScope : uint8_t {
 // "all", "tasks" or "counts".
 const char* ReadOnlyScopeName(ReadOnlyScope scope);
 
+// What an Enqueue, EnqueueBatch or EnqueueChain call gets when the writer
+// already holds Options::writer_max_pending_tasks tasks or
+// writer_max_pending_bytes bytes accepted but not yet durable (a disk that
+// stalls, a burst faster than the disk). Either way the call returns at once.
+enum class WriterFull : uint8_t {
+  // Its ticket resolves at once with Busy naming the bound and its value;
+  // nothing of the call is kept. The caller decides: retry later, shed, or
+  // answer 503 (spoold does).
+  kFailBusy = 0,
+  // The call waits in a first-in first-out line, held by spool, and is
+  // handed to the writer as soon as room is freed; its ticket resolves once
+  // it is stored, as usual. The line is bounded too, by the same two
+  // values: when it already holds that many tasks or bytes, the call is
+  // refused with Busy as in kFailBusy. So at most twice the bounds are held
+  // in memory, and a caller that outruns the disk for good is still told.
+  // Statistics::waiting_tasks shows the line; Close fails what waits in it
+  // with Closed (it was never handed to the writer, so nothing is lost that
+  // a ticket said was stored).
+  kWait = 1,
+};
+
+// "busy" or "wait".
+const char* WriterFullName(WriterFull value);
+
 struct Options {
   // ---- Storage ----
 
@@ -181,6 +205,26 @@ struct Options {
   // oldest-stored queued tasks are kept, as they are claimed first; running
   // tasks are kept regardless. 0 keeps no queued task. Default: 65536.
   size_t writer_state_cache = 65536;
+
+  // The most tasks, and the most bytes of their payloads and type names
+  // (nothing else of a task is counted), that Enqueue, EnqueueBatch and
+  // EnqueueChain calls may have handed to the writer and not yet seen
+  // resolved: accepted, not yet durable (or failed). A task counts from the
+  // call until its ticket resolves. A call that does not fit gets what
+  // on_writer_full says; a batch or chain counts all its tasks and is
+  // admitted or refused whole, and one larger than a bound by itself is
+  // refused with InvalidArgument. Near a bound, calls racing each other may
+  // be refused a little early, never let past it. 0 lifts that bound; with
+  // both 0 nothing is counted (the Statistics' pending figures read 0).
+  // Periodic tasks the runtime enqueues itself are not counted. Config keys
+  // writer.max_pending_tasks and writer.max_pending_bytes.
+  // Default: 100,000 tasks and 64 MiB.
+  size_t writer_max_pending_tasks = 100'000;
+  size_t writer_max_pending_bytes = size_t{64} << 20;
+
+  // What a call past one of those bounds gets (WriterFull). Config key
+  // writer.on_full. Default: kFailBusy.
+  WriterFull on_writer_full = WriterFull::kFailBusy;
 
   // At most this many tasks of one group run at once; 0 for no limit.
   // Runtime::SetGroupConcurrency overrides it per group. Default: 0.

@@ -126,8 +126,21 @@ class Runtime {
   // Enqueues one task and returns at once. ticket.id is assigned on the spot;
   // ticket.stored resolves once the task is durable, or with the reason it
   // was not stored: InvalidArgument (empty or oversized type or payload,
-  // invalid options), NotFound (a type with no registered handler), Closed,
+  // invalid options, or a task larger than Options::writer_max_pending_bytes
+  // by itself), NotFound (a type with no registered handler), Closed, Busy,
   // or the storage error.
+  //
+  // Back-pressure: at most Options::writer_max_pending_tasks tasks and
+  // writer_max_pending_bytes bytes (payloads and type names) are accepted
+  // and not yet durable at a time, so that a stalled disk cannot grow the
+  // process without bound. A call past a bound never blocks: with
+  // WriterFull::kFailBusy (the default) its ticket resolves at once with
+  // Busy naming the bound and its value (ticket.id is then 0, and nothing of
+  // the call is kept); with WriterFull::kWait it waits, in call order, for
+  // room, and its ticket resolves once it is stored (see WriterFull for the
+  // bound on what waits). Reads and live queries are served meanwhile. The
+  // same holds for EnqueueBatch and EnqueueChain, which count all their
+  // tasks and are admitted or refused whole.
   virtual Ticket Enqueue(TaskSpec task) = 0;
 
   Ticket Enqueue(std::string type, std::string payload,
@@ -137,7 +150,9 @@ class Runtime {
   }
 
   // Enqueues several tasks atomically: all are stored, or none. Validation
-  // errors name the offending task by index.
+  // errors name the offending task by index; a batch with more tasks or
+  // bytes than a writer_max_pending_* bound by itself is refused with
+  // InvalidArgument naming `tasks` and the bound. Busy as for Enqueue.
   virtual BatchTicket EnqueueBatch(std::vector<TaskSpec> tasks) = 0;
 
   // Enqueues tasks that run one after another: each depends on the one

@@ -92,6 +92,11 @@ struct Statistics {
   // Tasks that the last process left running, dealt with at open: their
   // attempt counted as interrupted, or given back unstarted.
   uint64_t recovered = 0;
+  // Enqueue, EnqueueBatch and EnqueueChain calls refused with Busy because
+  // the writer held Options::writer_max_pending_tasks tasks or
+  // writer_max_pending_bytes bytes not yet durable (and, with
+  // WriterFull::kWait, as many again waited for room). A batch counts once.
+  uint64_t busy_refusals = 0;
 
   // ---- Histograms ----
 
@@ -125,6 +130,16 @@ struct Statistics {
   uint64_t reader_queue_depth = 0;
   // Live queries subscribed (Runtime::Watch*).
   uint64_t watchers = 0;
+  // Tasks of Enqueue* calls handed to the writer whose tickets have not
+  // resolved yet, and the bytes of their payloads and type names: what
+  // writer_max_pending_tasks and writer_max_pending_bytes bound. Both read
+  // 0 when both bounds are 0 (nothing is counted then).
+  uint64_t pending_tasks = 0;
+  uint64_t pending_bytes = 0;
+  // Tasks of calls waiting for that room (WriterFull::kWait), not yet handed
+  // to the writer, and their bytes.
+  uint64_t waiting_tasks = 0;
+  uint64_t waiting_bytes = 0;
 };
 
 // `stats` in the Prometheus text exposition format (version 0.0.4), every
