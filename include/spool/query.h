@@ -32,10 +32,12 @@
 // Task JSON. The JSON queries write each task as one object with these
 // members, in this order: "id", "type", "status" (TaskStatusName),
 // "priority", "group", "dedup_key", "idempotency_key" (each null when not
-// set), "attempts", "max_attempts", "created_at", "updated_at",
+// set), "attempts", "max_attempts", "snoozes", "created_at", "updated_at",
 // "next_attempt_at" (RFC 3339 UTC with microseconds, or null), "sequence",
 // "last_error" (or null), "failures" ([{"attempt","at","error"}], oldest
-// first), then "payload" when the task's type was declared with
+// first), "result" (null without one; else shown by the payload's rule
+// below, as "result" or "result_base64"), then "payload" when the task's
+// type was declared with
 // Runtime::DeclareJsonPayload and the payload is valid JSON (embedded as
 // is), else "payload_base64" (RFC 4648). Strings are escaped exactly: '"',
 // '\\' and U+0000..U+001F are escaped, U+2028/U+2029 too, and invalid UTF-8
