@@ -88,6 +88,26 @@ std::optional<std::string> AttemptControl::deferred_gate() const {
   return deferred_gate_;
 }
 
+void AttemptControl::Snooze(Duration delay) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  snooze_ = delay;
+}
+
+std::optional<Duration> AttemptControl::snooze() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return snooze_;
+}
+
+void AttemptControl::SetResult(std::string result) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  result_ = std::move(result);
+}
+
+std::optional<std::string> AttemptControl::TakeResult() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return std::move(result_);
+}
+
 }  // namespace internal
 
 // TaskContext forwards to the attempt's control. A context without one (never
@@ -123,6 +143,37 @@ void TaskContext::SetRetryDelay(Duration delay) {
 
 void TaskContext::DeferUntilOpen(std::string gate) {
   if (control_ != nullptr) control_->DeferUntilOpen(std::move(gate));
+}
+
+namespace {
+// The longest snooze, as the longest EnqueueOptions::delay: 365 days.
+constexpr Duration kMaxSnooze = std::chrono::hours(24 * 365);
+const std::vector<DependencyOutcome> kNoDependencies;
+}  // namespace
+
+Status TaskContext::Snooze(Duration delay) {
+  if (delay < Duration(0) || delay > kMaxSnooze) {
+    return Status::InvalidArgument(
+        "Snooze: delay must be between 0 and 365 days, got " +
+        std::to_string(delay.count()) + " us");
+  }
+  if (control_ != nullptr) control_->Snooze(delay);
+  return Status::OK();
+}
+
+Status TaskContext::SetResult(std::string result) {
+  if (result.size() > max_result_bytes_) {
+    return Status::InvalidArgument(
+        "SetResult: result is " + std::to_string(result.size()) +
+        " bytes; the limit is " + std::to_string(max_result_bytes_) +
+        " (storage.max_result_bytes)");
+  }
+  if (control_ != nullptr) control_->SetResult(std::move(result));
+  return Status::OK();
+}
+
+const std::vector<DependencyOutcome>& TaskContext::dependencies() const {
+  return dependencies_ != nullptr ? *dependencies_ : kNoDependencies;
 }
 
 }  // namespace spool

@@ -77,6 +77,15 @@ class AttemptControl {
   void DeferUntilOpen(std::string gate);
   std::optional<std::string> deferred_gate() const;
 
+  // REQUIRES: a delay TaskContext::Snooze accepted.
+  void Snooze(Duration delay);
+  std::optional<Duration> snooze() const;
+
+  // REQUIRES: a result TaskContext::SetResult accepted.
+  void SetResult(std::string result);
+  // Moves the result out, once the handler returned.
+  std::optional<std::string> TakeResult();
+
  private:
   const TaskId id_;
   const std::shared_ptr<ProgressBoard> progress_;
@@ -88,6 +97,8 @@ class AttemptControl {
   std::optional<std::string> handoff_;
   std::optional<Duration> retry_delay_;
   std::optional<std::string> deferred_gate_;
+  std::optional<Duration> snooze_;
+  std::optional<std::string> result_;
 };
 
 }  // namespace internal
