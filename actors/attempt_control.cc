@@ -60,12 +60,7 @@ void AttemptControl::ClearProgress() {
 
 void AttemptControl::HandOff(std::string reference) {
   std::lock_guard<std::mutex> lock(mutex_);
-  handoff_ = std::move(reference);
-}
-
-std::optional<std::string> AttemptControl::handoff() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return handoff_;
+  requests_.handoff = std::move(reference);
 }
 
 void AttemptControl::SetRetryDelay(Duration delay) {
@@ -80,32 +75,24 @@ std::optional<Duration> AttemptControl::retry_delay() const {
 
 void AttemptControl::DeferUntilOpen(std::string gate) {
   std::lock_guard<std::mutex> lock(mutex_);
-  deferred_gate_ = std::move(gate);
-}
-
-std::optional<std::string> AttemptControl::deferred_gate() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return deferred_gate_;
+  requests_.deferred_gate = std::move(gate);
 }
 
 void AttemptControl::Snooze(Duration delay) {
   std::lock_guard<std::mutex> lock(mutex_);
-  snooze_ = delay;
-}
-
-std::optional<Duration> AttemptControl::snooze() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return snooze_;
+  requests_.snooze = delay;
 }
 
 void AttemptControl::SetResult(std::string result) {
   std::lock_guard<std::mutex> lock(mutex_);
-  result_ = std::move(result);
+  requests_.result = std::move(result);
 }
 
-std::optional<std::string> AttemptControl::TakeResult() {
+AttemptControl::Requests AttemptControl::TakeRequests() {
   std::lock_guard<std::mutex> lock(mutex_);
-  return std::move(result_);
+  Requests taken = std::move(requests_);
+  requests_ = Requests();
+  return taken;
 }
 
 }  // namespace internal

@@ -76,19 +76,21 @@ void ShapeFailure(const HandlerOptions& options,
   }
 }
 
-// Takes what the handler asked for beyond its status: a deferral or a
-// snooze (true: the outcome is complete), else the result of a success. A
-// snooze past the bound turns into a failure of the attempt.
+// Takes what the handler asked for beyond its status, under the control's
+// lock once: a deferral or a snooze (true: the outcome is complete), else
+// the hand-off and result of a success. A snooze past the bound turns into
+// a failure of the attempt.
 bool TakeRequests(const ClaimedTask& task, const AttemptInputs& inputs,
                   internal::AttemptControl* control, Outcome* outcome) {
   if (control == nullptr) return false;
-  if (auto gate = control->deferred_gate()) {
-    outcome->deferred_until_gate = std::move(gate);
+  internal::AttemptControl::Requests asked = control->TakeRequests();
+  if (asked.deferred_gate) {
+    outcome->deferred_until_gate = std::move(asked.deferred_gate);
     return true;
   }
-  if (auto snooze = control->snooze(); snooze && !control->cancelled()) {
+  if (asked.snooze && !control->cancelled()) {
     if (task.snoozes < inputs.max_snoozes) {
-      outcome->snooze_us = snooze->count();
+      outcome->snooze_us = asked.snooze->count();
       return true;
     }
     outcome->status =
@@ -98,7 +100,10 @@ bool TakeRequests(const ClaimedTask& task, const AttemptInputs& inputs,
                         "); this snooze counts as a failed attempt");
     return false;
   }
-  if (outcome->status.ok()) outcome->result = control->TakeResult();
+  if (outcome->status.ok()) {
+    outcome->handoff_reference = std::move(asked.handoff);
+    outcome->result = std::move(asked.result);
+  }
   return false;
 }
 
@@ -160,10 +165,7 @@ Outcome RunAttempt(const HandlerRegistry& registry, const ClaimedTask& task,
   outcome.status =
       Guarded("the handler", [&] { return entry.handler(context); });
   if (TakeRequests(task, inputs, control, &outcome)) return outcome;
-  if (outcome.status.ok()) {
-    if (control != nullptr) outcome.handoff_reference = control->handoff();
-    return outcome;
-  }
+  if (outcome.status.ok()) return outcome;
   if (control != nullptr && control->stop_requested() &&
       !control->cancelled()) {
     // Gave up because the runtime is closing: the task goes back.
