@@ -60,12 +60,7 @@ void AttemptControl::ClearProgress() {
 
 void AttemptControl::HandOff(std::string reference) {
   std::lock_guard<std::mutex> lock(mutex_);
-  handoff_ = std::move(reference);
-}
-
-std::optional<std::string> AttemptControl::handoff() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return handoff_;
+  requests_.handoff = std::move(reference);
 }
 
 void AttemptControl::SetRetryDelay(Duration delay) {
@@ -80,12 +75,24 @@ std::optional<Duration> AttemptControl::retry_delay() const {
 
 void AttemptControl::DeferUntilOpen(std::string gate) {
   std::lock_guard<std::mutex> lock(mutex_);
-  deferred_gate_ = std::move(gate);
+  requests_.deferred_gate = std::move(gate);
 }
 
-std::optional<std::string> AttemptControl::deferred_gate() const {
+void AttemptControl::Snooze(Duration delay) {
   std::lock_guard<std::mutex> lock(mutex_);
-  return deferred_gate_;
+  requests_.snooze = delay;
+}
+
+void AttemptControl::SetResult(std::string result) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  requests_.result = std::move(result);
+}
+
+AttemptControl::Requests AttemptControl::TakeRequests() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Requests taken = std::move(requests_);
+  requests_ = Requests();
+  return taken;
 }
 
 }  // namespace internal
@@ -123,6 +130,37 @@ void TaskContext::SetRetryDelay(Duration delay) {
 
 void TaskContext::DeferUntilOpen(std::string gate) {
   if (control_ != nullptr) control_->DeferUntilOpen(std::move(gate));
+}
+
+namespace {
+// The longest snooze, as the longest EnqueueOptions::delay: 365 days.
+constexpr Duration kMaxSnooze = std::chrono::hours(24 * 365);
+const std::vector<DependencyOutcome> kNoDependencies;
+}  // namespace
+
+Status TaskContext::Snooze(Duration delay) {
+  if (delay < Duration(0) || delay > kMaxSnooze) {
+    return Status::InvalidArgument(
+        "Snooze: delay must be between 0 and 365 days, got " +
+        std::to_string(delay.count()) + " us");
+  }
+  if (control_ != nullptr) control_->Snooze(delay);
+  return Status::OK();
+}
+
+Status TaskContext::SetResult(std::string result) {
+  if (result.size() > max_result_bytes_) {
+    return Status::InvalidArgument(
+        "SetResult: result is " + std::to_string(result.size()) +
+        " bytes; the limit is " + std::to_string(max_result_bytes_) +
+        " (storage.max_result_bytes)");
+  }
+  if (control_ != nullptr) control_->SetResult(std::move(result));
+  return Status::OK();
+}
+
+const std::vector<DependencyOutcome>& TaskContext::dependencies() const {
+  return dependencies_ != nullptr ? *dependencies_ : kNoDependencies;
 }
 
 }  // namespace spool

@@ -69,13 +69,29 @@ class AttemptControl {
   void ClearProgress();
 
   void HandOff(std::string reference);
-  std::optional<std::string> handoff() const;
 
   void SetRetryDelay(Duration delay);
   std::optional<Duration> retry_delay() const;
 
   void DeferUntilOpen(std::string gate);
-  std::optional<std::string> deferred_gate() const;
+
+  // REQUIRES: a delay TaskContext::Snooze accepted.
+  void Snooze(Duration delay);
+
+  // REQUIRES: a result TaskContext::SetResult accepted.
+  void SetResult(std::string result);
+
+  // What the handler asked for with HandOff, DeferUntilOpen, Snooze and
+  // SetResult.
+  struct Requests {
+    std::optional<std::string> handoff;
+    std::optional<std::string> deferred_gate;
+    std::optional<Duration> snooze;
+    std::optional<std::string> result;
+  };
+  // Moves the requests out, under one lock: what the worker reads once the
+  // handler returned.
+  Requests TakeRequests();
 
  private:
   const TaskId id_;
@@ -85,9 +101,8 @@ class AttemptControl {
   std::atomic<int64_t> started_us_{0};
   mutable std::mutex mutex_;
   mutable std::condition_variable cancelled_cv_;
-  std::optional<std::string> handoff_;
   std::optional<Duration> retry_delay_;
-  std::optional<std::string> deferred_gate_;
+  Requests requests_;
 };
 
 }  // namespace internal

@@ -9,7 +9,8 @@ namespace spool {
 TaskContext TaskContextBuilder::For(const actors::ClaimedTask& task,
                                     const storage::fb::TaskSpec& spec,
                                     std::string_view payload,
-                                    internal::AttemptControl* control) {
+                                    internal::AttemptControl* control,
+                                    const actors::AttemptInputs& inputs) {
   auto view = [](const flatbuffers::String* s) {
     return s == nullptr ? std::string_view() : s->string_view();
   };
@@ -24,6 +25,8 @@ TaskContext TaskContextBuilder::For(const actors::ClaimedTask& task,
   context.group_ = view(spec.group());
   context.control_ = control;
   context.previous_attempt_interrupted_ = task.previous_attempt_interrupted;
+  context.max_result_bytes_ = inputs.max_result_bytes;
+  context.dependencies_ = inputs.dependencies;
   return context;
 }
 
@@ -73,11 +76,43 @@ void ShapeFailure(const HandlerOptions& options,
   }
 }
 
+// Takes what the handler asked for beyond its status, under the control's
+// lock once: a deferral or a snooze (true: the outcome is complete), else
+// the hand-off and result of a success. A snooze past the bound turns into
+// a failure of the attempt.
+bool TakeRequests(const ClaimedTask& task, const AttemptInputs& inputs,
+                  internal::AttemptControl* control, Outcome* outcome) {
+  if (control == nullptr) return false;
+  internal::AttemptControl::Requests asked = control->TakeRequests();
+  if (asked.deferred_gate) {
+    outcome->deferred_until_gate = std::move(asked.deferred_gate);
+    return true;
+  }
+  if (asked.snooze && !control->cancelled()) {
+    if (task.snoozes < inputs.max_snoozes) {
+      outcome->snooze_us = asked.snooze->count();
+      return true;
+    }
+    outcome->status =
+        Status::Aborted("snoozed " + std::to_string(task.snoozes) +
+                        " times, the most runtime.max_snoozes allows (" +
+                        std::to_string(inputs.max_snoozes) +
+                        "); this snooze counts as a failed attempt");
+    return false;
+  }
+  if (outcome->status.ok()) {
+    outcome->handoff_reference = std::move(asked.handoff);
+    outcome->result = std::move(asked.result);
+  }
+  return false;
+}
+
 }  // namespace
 
 Outcome RunAttempt(const HandlerRegistry& registry, const ClaimedTask& task,
                    const storage::fb::TaskSpec& spec,
-                   internal::AttemptControl* control) {
+                   internal::AttemptControl* control,
+                   const AttemptInputs& inputs) {
   Outcome outcome;
   outcome.id = task.id;
   outcome.attempt = task.attempt;
@@ -125,19 +160,12 @@ Outcome RunAttempt(const HandlerRegistry& registry, const ClaimedTask& task,
     payload = migrated;
   }
 
-  TaskContext context = TaskContextBuilder::For(task, spec, payload, control);
+  TaskContext context =
+      TaskContextBuilder::For(task, spec, payload, control, inputs);
   outcome.status =
       Guarded("the handler", [&] { return entry.handler(context); });
-  if (control != nullptr) {
-    if (auto gate = control->deferred_gate()) {
-      outcome.deferred_until_gate = std::move(gate);
-      return outcome;
-    }
-  }
-  if (outcome.status.ok()) {
-    if (control != nullptr) outcome.handoff_reference = control->handoff();
-    return outcome;
-  }
+  if (TakeRequests(task, inputs, control, &outcome)) return outcome;
+  if (outcome.status.ok()) return outcome;
   if (control != nullptr && control->stop_requested() &&
       !control->cancelled()) {
     // Gave up because the runtime is closing: the task goes back.

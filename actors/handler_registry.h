@@ -3,8 +3,11 @@
 #ifndef SPOOL_ACTORS_HANDLER_REGISTRY_H_
 #define SPOOL_ACTORS_HANDLER_REGISTRY_H_
 
+#include <cstddef>
+#include <cstdint>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include <spool/handler.h>
 
@@ -18,6 +21,17 @@ struct TaskSpec;
 
 namespace spool {
 
+namespace actors {
+// What an attempt gets besides its task: the runtime's bounds on what a
+// handler may ask for (Options::max_result_bytes, max_snoozes), and how its
+// dependencies ended (null: it has none).
+struct AttemptInputs {
+  size_t max_result_bytes = 0;
+  uint32_t max_snoozes = 0;
+  const std::vector<DependencyOutcome>* dependencies = nullptr;
+};
+}  // namespace actors
+
 // Builds the TaskContext a handler sees. Lives here, not in the public
 // header, because only workers create contexts.
 class TaskContextBuilder {
@@ -28,7 +42,8 @@ class TaskContextBuilder {
   static TaskContext For(const actors::ClaimedTask& task,
                          const storage::fb::TaskSpec& spec,
                          std::string_view payload,
-                         internal::AttemptControl* control);
+                         internal::AttemptControl* control,
+                         const actors::AttemptInputs& inputs);
 };
 
 namespace actors {
@@ -43,10 +58,12 @@ struct RegisteredHandler {
 // that throws fails the attempt with the exception's text; a type with no
 // handler, a payload newer than the handler, or a failed migration fails the
 // task without retry. The handler's retry filter and delay (and
-// TaskContext::SetRetryDelay) shape the outcome.
+// TaskContext::SetRetryDelay) shape the outcome. A snooze past
+// `inputs.max_snoozes` fails the attempt.
 Outcome RunAttempt(const HandlerRegistry& registry, const ClaimedTask& task,
                    const storage::fb::TaskSpec& spec,
-                   internal::AttemptControl* control);
+                   internal::AttemptControl* control,
+                   const AttemptInputs& inputs);
 
 }  // namespace actors
 }  // namespace spool

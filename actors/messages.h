@@ -211,6 +211,11 @@ struct ClaimedTask {
   // The task's last error, as the claim found it, is the one a crash leaves
   // (TaskContext::previous_attempt_interrupted).
   bool previous_attempt_interrupted = false;
+  // Snoozes so far (TaskContext::Snooze), for the runtime.max_snoozes bound.
+  uint32_t snoozes = 0;
+  // The tasks it depends on: the worker reads how they ended
+  // (TaskContext::dependencies). Empty for most tasks, which read nothing.
+  std::vector<TaskId> depends_on;
 };
 
 // The end of one attempt, as a worker reports it.
@@ -233,6 +238,12 @@ struct Outcome {
   // The handler deferred the task until this gate opens: the attempt does
   // not count and the task goes back to the queue.
   std::optional<std::string> deferred_until_gate;
+  // The handler snoozed the task for this long (within max_snoozes): the
+  // attempt does not count and the task is pending again, due then.
+  std::optional<int64_t> snooze_us;
+  // The result the handler set (TaskContext::SetResult), kept only if the
+  // task succeeds.
+  std::optional<std::string> result;
   // False when no handler ran: the claim was given back unstarted (the
   // runtime is closing, or the task was cancelled first). The attempt does
   // not count; a cancelled task ends cancelled, any other goes back to the

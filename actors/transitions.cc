@@ -123,6 +123,8 @@ void PrepareManualRetry(storage::StateRecord* record,
         policy->kind == RetryPolicy::Kind::kNone ? 1 : policy->max_attempts;
   }
   record->attempts = 0;
+  record->snoozes = 0;
+  record->result.reset();
   record->cancel_requested = false;
   record->handoff_reference.clear();
   record->next_attempt_us = 0;
@@ -223,6 +225,17 @@ void Settle(storage::StateRecord* record, const Outcome& outcome,
     record->updated_us = now_us;
     return;
   }
+  if (outcome.snooze_us && !record->cancel_requested) {
+    // Pending again, due later; the attempt did not happen.
+    record->status = TaskStatus::kPending;
+    if (record->attempts > 0) record->attempts -= 1;
+    record->snoozes += 1;
+    record->next_attempt_us =
+        *outcome.snooze_us > 0 ? now_us + *outcome.snooze_us : 0;
+    record->handoff_reference.clear();
+    record->updated_us = now_us;
+    return;
+  }
   if (outcome.status.ok() && outcome.handoff_reference) {
     // Still running, but elsewhere: the worker's slot is free.
     record->handoff_reference = *outcome.handoff_reference;
@@ -232,6 +245,7 @@ void Settle(storage::StateRecord* record, const Outcome& outcome,
   record->handoff_reference.clear();
   if (outcome.status.ok()) {
     record->status = TaskStatus::kSucceeded;
+    record->result = outcome.result;
     record->last_error.clear();
     record->updated_us = now_us;
     record->next_attempt_us = 0;

@@ -86,10 +86,13 @@ QueueEntry QueueEntryOf(const storage::StateRecord& record);
 // crash during it still consumes it). REQUIRES: IsQueued(*record).
 void Claim(storage::StateRecord* record, int64_t now_us);
 
-// Applies the outcome of the running attempt: succeeded; or, after a failure,
-// retry-scheduled when the policy allows another attempt, else failed; or,
-// for an attempt that never started, back to the queue (or cancelled) with
-// the attempt not counted. `unit_random` in [0, 1) drives jitter.
+// Applies the outcome of the running attempt: succeeded, with its result;
+// or, after a failure, retry-scheduled when the policy allows another
+// attempt, else failed; or, for an attempt that never started, was
+// deferred or snoozed, back to the queue (or cancelled) with the attempt
+// not counted (a snooze counts one more snooze and sets the due time; the
+// worker applied the max_snoozes bound). `unit_random` in [0, 1) drives
+// jitter.
 // REQUIRES: the task is running the attempt the outcome names.
 void Settle(storage::StateRecord* record, const Outcome& outcome,
             int64_t now_us, double unit_random);

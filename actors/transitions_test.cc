@@ -118,6 +118,55 @@ TEST(TransitionsTest, StaleOutcomesDoNotMatch) {
   EXPECT_FALSE(OutcomeMatches(record, MakeOutcome(9, 1, Status::OK(), false)));
 }
 
+TEST(TransitionsTest, ASnoozeIsPendingLaterWithTheAttemptGivenBack) {
+  auto record = NewState(SampleTask(RetryPolicy{}), 1, 0);
+  Claim(&record, 10);
+  Outcome snoozed = MakeOutcome(9, 1, Status::Aborted("ignored"), false);
+  snoozed.snooze_us = 500;
+  Settle(&record, snoozed, 100, 0);
+  EXPECT_EQ(record.status, TaskStatus::kPending);
+  EXPECT_EQ(record.attempts, 0u);
+  EXPECT_EQ(record.snoozes, 1u);
+  EXPECT_EQ(record.next_attempt_us, 600);
+  EXPECT_TRUE(record.last_error.empty());
+  EXPECT_TRUE(record.new_failures.empty());
+  // No delay: ready at once, in its place.
+  Claim(&record, 600);
+  snoozed.snooze_us = 0;
+  Settle(&record, snoozed, 700, 0);
+  EXPECT_EQ(record.next_attempt_us, 0);
+  EXPECT_EQ(record.snoozes, 2u);
+  EXPECT_EQ(record.sequence, 1u);
+  // A cancel asked meanwhile wins.
+  Claim(&record, 800);
+  record.cancel_requested = true;
+  Settle(&record, snoozed, 900, 0);
+  EXPECT_EQ(record.status, TaskStatus::kCancelled);
+  EXPECT_EQ(record.snoozes, 2u);
+}
+
+TEST(TransitionsTest, ASuccessKeepsItsResultAndAManualRetryClearsIt) {
+  auto record = NewState(SampleTask(RetryPolicy{}), 1, 0);
+  Claim(&record, 10);
+  Outcome done = MakeOutcome(9, 1, Status::OK(), false);
+  done.result = "r";
+  Settle(&record, done, 20, 0);
+  EXPECT_EQ(record.status, TaskStatus::kSucceeded);
+  EXPECT_EQ(record.result, std::optional<std::string>("r"));
+  record.snoozes = 4;
+  PrepareManualRetry(&record, std::nullopt, 30);
+  EXPECT_EQ(record.result, std::nullopt);
+  EXPECT_EQ(record.snoozes, 0u);
+
+  auto failed = NewState(SampleTask(RetryPolicy::None()), 2, 0);
+  Claim(&failed, 10);
+  Outcome error = MakeOutcome(9, 1, Status::Aborted("x"), false);
+  error.result = "r";
+  Settle(&failed, error, 20, 0);
+  EXPECT_EQ(failed.status, TaskStatus::kFailed);
+  EXPECT_EQ(failed.result, std::nullopt) << "only a success keeps it";
+}
+
 TEST(TransitionsTest, InterruptedAttemptsCountAndEventuallyFail) {
   auto record = NewState(
       SampleTask(RetryPolicy::Exponential(2, Duration(50), Duration(50))), 1,

@@ -22,7 +22,30 @@ struct WorkerState {
   std::string spec;
   // The metrics slots of the types this worker ran (null without metrics).
   std::unique_ptr<metrics::SlotCache> slots;
+  // How the running task's dependencies ended; reused from task to task.
+  std::vector<DependencyOutcome> dependencies;
 };
+
+// Reads how each of the task's dependencies ended, from their committed
+// states: a dependent runs only after its dependencies' outcomes are
+// durable. Tasks without dependencies read nothing.
+AttemptInputs InputsFor(WorkerState& st, const ClaimedTask& task) {
+  AttemptInputs inputs{st.config.max_result_bytes, st.config.max_snoozes,
+                       nullptr};
+  if (task.depends_on.empty()) return inputs;
+  st.dependencies.clear();
+  for (TaskId id : task.depends_on) {
+    DependencyOutcome& dep = st.dependencies.emplace_back();
+    dep.id = id;
+    storage::StateRecord state;
+    if (!st.config.store->ReadState(id, &state).ok()) continue;
+    dep.status = state.status;
+    dep.result = std::move(state.result);
+    dep.last_error = std::move(state.last_error);
+  }
+  inputs.dependencies = &st.dependencies;
+  return inputs;
+}
 
 Outcome Unstarted(const ClaimedTask& task) {
   Outcome outcome;
@@ -51,18 +74,20 @@ Outcome Run(WorkerState& st, const ClaimedTask& task) {
       task.start_slot != storage::StartLog::kNoSlot) {
     st.config.start_log->Record(task.start_slot, task.id, task.attempt);
   }
+  AttemptInputs inputs = InputsFor(st, task);
   int64_t now_us = st.config.clock->Now().time_since_epoch().count();
   if (control != nullptr) control->MarkStarted(now_us);
   metrics::Metrics* m = st.config.metrics.get();
   if (m == nullptr)
-    return RunAttempt(*st.config.registry, task, *spec, control);
+    return RunAttempt(*st.config.registry, task, *spec, control, inputs);
   if (task.attempt == 1) {
     int64_t waited_us = now_us - spec->created_us();
     m->start_latency.Record(waited_us > 0 ? uint64_t(waited_us) * 1000 : 0);
   }
   m->running.fetch_add(1, std::memory_order_relaxed);
   auto started = std::chrono::steady_clock::now();
-  Outcome outcome = RunAttempt(*st.config.registry, task, *spec, control);
+  Outcome outcome =
+      RunAttempt(*st.config.registry, task, *spec, control, inputs);
   auto ran = std::chrono::steady_clock::now() - started;
   m->running.fetch_sub(1, std::memory_order_relaxed);
   st.slots->Get(task.type)->handler_run.Record(static_cast<uint64_t>(

@@ -36,11 +36,15 @@ struct WorkerConfig {
   // Where the worker counts running handlers, start latencies and handler
   // times. Null: nowhere.
   std::shared_ptr<metrics::Metrics> metrics;
+  // Options::max_result_bytes and max_snoozes, for the handlers.
+  size_t max_result_bytes = 0;
+  uint32_t max_snoozes = 0;
 };
 
 // Spawns a worker on a thread of its own (detached): a handler may block.
 // Given a task, it runs it, then goes on with the tasks in the pool until
-// the pool is empty, reporting each outcome to the scheduler.
+// the pool is empty, reporting each outcome to the scheduler. Before a task
+// with dependencies runs, it reads their states (how they ended).
 worker_actor SpawnWorker(caf::actor_system& system, WorkerConfig config);
 
 }  // namespace spool::actors

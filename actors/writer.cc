@@ -834,8 +834,8 @@ struct WriterState {
       changes.claimed.push_back(ClaimedTask{
           asked.id, claimed.attempts, claimed.max_attempts, claimed.priority,
           claimed.timeout_us, claimed.type, claimed.stored_group, nullptr,
-          storage::StartLog::kNoSlot,
-          claimed.last_error == kInterruptedError});
+          storage::StartLog::kNoSlot, claimed.last_error == kInterruptedError,
+          claimed.snoozes, claimed.depends_on});
     }
     changes.refused = committed.refused;
     changes.settled = committed.outcomes.size();

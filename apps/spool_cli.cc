@@ -308,6 +308,19 @@ int OpenForTask(const Common& common, const std::string& id_text,
   return OpenReadOnly(common, runtime, spool::ReadOnlyScope::kTasks);
 }
 
+// A task's result (TaskContext::SetResult): its size and, when short, its
+// bytes as a JSON string, so that a binary result cannot garble the
+// terminal; --json shows every byte (in base64 if need be).
+void PrintResult(const std::string& result) {
+  constexpr size_t kShownBytes = 256;
+  if (result.size() <= kShownBytes) {
+    std::printf("result       %zu bytes %s\n", result.size(),
+                Json(result).c_str());
+  } else {
+    std::printf("result       %zu bytes (--json shows it)\n", result.size());
+  }
+}
+
 int Show(const Common& common, const std::string& id_text) {
   spool::TaskId id = 0;
   std::unique_ptr<spool::Runtime> runtime;
@@ -341,6 +354,8 @@ int Show(const Common& common, const std::string& id_text) {
   if (!task->last_error.empty()) {
     std::printf("last error   %s\n", task->last_error.c_str());
   }
+  if (task->snoozes > 0) std::printf("snoozes      %u\n", task->snoozes);
+  if (task->result) PrintResult(*task->result);
   std::printf("payload      %zu bytes\n", task->payload.size());
   return kExitOk;
 }

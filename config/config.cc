@@ -356,6 +356,9 @@ const std::vector<KeySpec>& Registry() {
           "The largest payload Enqueue accepts, in bytes."),
       IntegerKey<&Options::max_type_bytes, 1, 4096>(
           "storage", "max_type_bytes", "The longest task type name, in bytes."),
+      IntegerKey<&Options::max_result_bytes, 0, int64_t{16} << 20>(
+          "storage", "max_result_bytes",
+          "The largest result a handler may set, in bytes."),
       IntegerKey<&Options::memtable_bytes, int64_t{1} << 20, int64_t{1} << 30>(
           "storage", "memtable_bytes",
           "The size of each in-memory write buffer of the storage engine."),
@@ -380,6 +383,9 @@ const std::vector<KeySpec>& Registry() {
       IntegerKey<&Options::group_concurrency, 0, 1'000'000>(
           "runtime", "group_concurrency",
           "At most this many tasks of one group run at once; 0: no limit."),
+      IntegerKey<&Options::max_snoozes, 0, 1'000'000>(
+          "runtime", "max_snoozes",
+          "The most snoozes of one task before a snooze fails its attempt."),
       // Capped at a day: longer is surely a mistake, and a huge value would
       // overflow a steady_clock deadline computed from it.
       MillisecondsKey<&Options::close_timeout, 0, 86'400'000>(

@@ -68,6 +68,8 @@ void ExpectSameOptions(const Options& actual, const Options& expected) {
   EXPECT_EQ(actual.on_writer_full, expected.on_writer_full);
   EXPECT_EQ(actual.group_concurrency, expected.group_concurrency);
   EXPECT_EQ(actual.log_level, expected.log_level);
+  EXPECT_EQ(actual.max_result_bytes, expected.max_result_bytes);
+  EXPECT_EQ(actual.max_snoozes, expected.max_snoozes);
 }
 
 // Parses `text` on top of valid options, so that only the text can fail.
@@ -155,7 +157,7 @@ TEST(ShippedConfigTest, DocumentsEveryKeyAndItsDefault) {
     EXPECT_THAT(line.comment, HasSubstr("Allowed: "))
         << "the comment above " << line.key << " must state what it allows";
   }
-  EXPECT_EQ(keys.size(), 19u);
+  EXPECT_EQ(keys.size(), 21u);
 }
 
 // A key added to the registry must also be documented in spool.toml.
@@ -163,7 +165,7 @@ TEST(ShippedConfigTest, SetsEveryKeyTheRegistryKnows) {
   std::set<std::string> documented = KeysIn(ReadText(ShippedConfigPath()));
   std::set<std::string> known = KeysIn(DescribeOptions(Options()));
   EXPECT_EQ(documented, known);
-  EXPECT_EQ(known.size(), 19u);
+  EXPECT_EQ(known.size(), 21u);
 }
 
 // ---------------------------------------------------------------------------
@@ -414,6 +416,26 @@ TEST(ParseOptionsTest, WriterPendingBoundsAndTheirPolicy) {
   EXPECT_EQ(options.Validate().ToString(),
             "InvalidArgument: writer.max_pending_tasks must be in [0, "
             "100000000], got 100000001");
+}
+
+// Issue 15's snooze bound and result size: set, and refused out of range
+// with the file, the key, the line and the range.
+TEST(ParseOptionsTest, SnoozeBoundAndResultSize) {
+  Options options;
+  ASSERT_TRUE(Parse("[storage]\nmax_result_bytes = 0\n"
+                    "[runtime]\nmax_snoozes = 1_000_000\n",
+                    &options)
+                  .ok());
+  EXPECT_EQ(options.max_result_bytes, 0u);
+  EXPECT_EQ(options.max_snoozes, 1000000u);
+  EXPECT_THAT(ParseError("[storage]\nmax_result_bytes = 16_777_217"),
+              HasSubstr("config/spool.toml: storage.max_result_bytes: expected "
+                        "an integer in [0, 16777216], got 16777217 (line 2)"));
+  EXPECT_THAT(ParseError("[runtime]\n\nmax_snoozes = -1"),
+              HasSubstr("config/spool.toml: runtime.max_snoozes: expected an "
+                        "integer in [0, 1000000], got -1 (line 3)"));
+  EXPECT_THAT(ParseError("[runtime]\nmax_snoozes = \"many\""),
+              HasSubstr("runtime.max_snoozes: expected an integer"));
 }
 
 // size_t fields must not wrap a negative value into a huge one.
@@ -762,7 +784,7 @@ TEST(OverrideTest, EveryIntegerRangeAgreesWithValidate) {
     }
     ++checked;
   }
-  EXPECT_EQ(checked, 13);
+  EXPECT_EQ(checked, 15);
 }
 
 // ---------------------------------------------------------------------------

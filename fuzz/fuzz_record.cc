@@ -128,7 +128,8 @@ bool SameState(const StateRecord& a, const StateRecord& b) {
          a.stored_dedup_key == b.stored_dedup_key &&
          a.depends_on == b.depends_on &&
          a.on_dependency_failure == b.on_dependency_failure &&
-         a.timeout_us == b.timeout_us;
+         a.timeout_us == b.timeout_us && a.snoozes == b.snoozes &&
+         a.result == b.result;
 }
 
 std::string IdMessage(TaskId id) { return "task " + std::to_string(id) + ": "; }
@@ -451,13 +452,25 @@ void CheckJson(const Decoded& task, PayloadFormat format,
   FUZZ_CHECK(doc->kind == JsonValue::Kind::kObject, "not an object");
 
   // The members, in order (storage/record_json.h).
-  static const char* const kMembers[] = {
-      "id",           "type",       "status",          "priority",
-      "group",        "dedup_key",  "idempotency_key", "attempts",
-      "max_attempts", "created_at", "updated_at",      "next_attempt_at",
-      "sequence",     "last_error", "failures"};
+  static const char* const kMembers[] = {"id",
+                                         "type",
+                                         "status",
+                                         "priority",
+                                         "group",
+                                         "dedup_key",
+                                         "idempotency_key",
+                                         "attempts",
+                                         "max_attempts",
+                                         "snoozes",
+                                         "created_at",
+                                         "updated_at",
+                                         "next_attempt_at",
+                                         "sequence",
+                                         "last_error",
+                                         "failures"};
   constexpr size_t kCount = sizeof(kMembers) / sizeof(kMembers[0]);
-  FUZZ_CHECK(doc->members.size() == kCount + 1,
+  // The members above, "result", and the payload's.
+  FUZZ_CHECK(doc->members.size() == kCount + 2,
              "the object has " + std::to_string(doc->members.size()) +
                  " members: " + DescribeJson(*doc));
   for (size_t i = 0; i < kCount; ++i) {
@@ -480,6 +493,7 @@ void CheckJson(const Decoded& task, PayloadFormat format,
   CheckStringOrNull(*doc, "idempotency_key", spec.idempotency_key);
   CheckNumber(*doc, "attempts", std::to_string(state.attempts));
   CheckNumber(*doc, "max_attempts", std::to_string(state.max_attempts));
+  CheckNumber(*doc, "snoozes", std::to_string(state.snoozes));
   CheckTime(*doc->Find("created_at"), "created_at", spec.created_us);
   CheckTime(*doc->Find("updated_at"), "updated_at", state.updated_us);
   const JsonValue* next = doc->Find("next_attempt_at");
@@ -570,7 +584,8 @@ void CheckTaskInfo(const TaskView& view, const Decoded& task) {
           info.timeout.count() == state.timeout_us &&
           info.cancel_requested == state.cancel_requested &&
           info.handoff_reference == state.handoff_reference &&
-          info.payload_version == spec.payload_version,
+          info.payload_version == spec.payload_version &&
+          info.snoozes == state.snoozes && info.result == state.result,
       "FillTaskInfo differs from the decoded values");
   FUZZ_CHECK(info.next_attempt_at.has_value() == (state.next_attempt_us != 0),
              "next_attempt_at presence");

@@ -459,6 +459,8 @@ Status RuntimeImpl::Start() {
     config.start_log = start_log_.get();
     config.clock = clock_;
     config.metrics = ActorMetrics();
+    config.max_result_bytes = options_.max_result_bytes;
+    config.max_snoozes = options_.max_snoozes;
     workers_.push_back(actors::SpawnWorker(*actor_system_, std::move(config)));
   }
   dispatch.workers = workers_;

@@ -1035,13 +1035,13 @@ TEST(TaskJsonTest, SampleTaskWithEmbeddedJsonPayload) {
       R"({"id":42,"type":"email.send","status":"retry_scheduled",)"
       R"("priority":-7,"group":"tenant-9","dedup_key":null,)"
       R"("idempotency_key":"k\"1","attempts":2,"max_attempts":5,)"
-      R"("created_at":"2024-02-29T13:05:09.000123Z",)"
+      R"("snoozes":0,"created_at":"2024-02-29T13:05:09.000123Z",)"
       R"("updated_at":"2024-02-29T13:05:10.500000Z",)"
       R"("next_attempt_at":"2024-02-29T13:06:10.000000Z","sequence":99,)"
       R"("last_error":"timeout\n\"smtp\"","failures":[)"
       R"({"attempt":1,"at":"2024-02-29T13:05:09.500000Z","error":"refused"},)"
       R"({"attempt":2,"at":"2024-02-29T13:05:10.400000Z",)"
-      R"("error":"timeout\n\"smtp\""}],)"
+      R"("error":"timeout\n\"smtp\""}],"result":null,)"
       R"("payload":{"to": "a@example.com", "n": [1, 2.5, null]}})");
 }
 
@@ -1111,11 +1111,36 @@ TEST(TaskJsonTest, EmptyOptionalFieldsAreNull) {
   EXPECT_EQ(TaskJson(t, PayloadFormat::kJson),
             R"({"id":7,"type":"t","status":"pending","priority":0,)"
             R"("group":null,"dedup_key":null,"idempotency_key":null,)"
-            R"("attempts":0,"max_attempts":1,)"
+            R"("attempts":0,"max_attempts":1,"snoozes":0,)"
             R"("created_at":"1970-01-01T00:00:00.000000Z",)"
             R"("updated_at":"1970-01-01T00:00:00.000000Z",)"
             R"("next_attempt_at":null,"sequence":0,"last_error":null,)"
-            R"("failures":[],"payload":null})");
+            R"("failures":[],"result":null,"payload":null})");
+}
+
+// A result is shown as the payload is: the JSON itself when the format is
+// JSON and it is valid JSON, else base64; the snooze count as a number.
+TEST(TaskJsonTest, ResultFollowsThePayloadsRuleAndSnoozesAreCounted) {
+  SampleTask t = Sample();
+  t.state.status = TaskStatus::kSucceeded;
+  t.state.snoozes = 3;
+  t.state.result = " {\"sum\": 7} ";
+  std::string json = TaskJson(t, PayloadFormat::kJson);
+  EXPECT_NE(json.find(R"("max_attempts":5,"snoozes":3,)"), std::string::npos)
+      << json;
+  EXPECT_NE(json.find(R"("result":{"sum": 7},"payload":)"), std::string::npos)
+      << json;
+  EXPECT_NE(TaskJson(t, PayloadFormat::kBinary)
+                .find(R"("result_base64":"IHsic3VtIjogN30g",)"),
+            std::string::npos);
+  t.state.result = std::string("\0\xff", 2);
+  EXPECT_NE(
+      TaskJson(t, PayloadFormat::kJson).find(R"("result_base64":"AP8=",)"),
+      std::string::npos);
+  t.state.result = "";
+  EXPECT_NE(TaskJson(t, PayloadFormat::kJson).find(R"("result_base64":"",)"),
+            std::string::npos)
+      << "an empty result is a result, not null";
 }
 
 TEST(TaskJsonTest, HostileStringsStayValid) {
@@ -1159,7 +1184,8 @@ TEST(TaskJsonTest, ListingThroughOneWriter) {
   EXPECT_EQ(out.rfind("[{\"id\":1,", 0), 0u);
   EXPECT_NE(out.find("},{\"id\":2,"), std::string::npos);
   EXPECT_NE(out.find("},{\"id\":3,"), std::string::npos);
-  EXPECT_NE(out.find("\"failures\":[],\"payload\""), std::string::npos);
+  EXPECT_NE(out.find("\"failures\":[],\"result\":null,\"payload\""),
+            std::string::npos);
   EXPECT_EQ(out.back(), ']');
 }
 

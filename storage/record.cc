@@ -122,6 +122,12 @@ void EncodeState(const StateRecord& state,
   if (!state.depends_on.empty()) {
     depends_on = builder->CreateVector(state.depends_on);
   }
+  flatbuffers::Offset<flatbuffers::Vector<uint8_t>> result;
+  if (state.result) {
+    result = builder->CreateVector(
+        reinterpret_cast<const uint8_t*>(state.result->data()),
+        state.result->size());
+  }
   auto retry = fb::CreateRetryPolicy(
       *builder, static_cast<fb::RetryKind>(state.retry.kind),
       Micros(state.retry.initial_delay), Micros(state.retry.max_delay),
@@ -149,6 +155,9 @@ void EncodeState(const StateRecord& state,
   table.add_on_dependency_failure(
       static_cast<fb::DependencyFailure>(state.on_dependency_failure));
   table.add_timeout_us(state.timeout_us);
+  // Both default to absent, so a state without them is as long as before.
+  table.add_snoozes(state.snoozes);
+  if (!result.IsNull()) table.add_result(result);
   builder->Finish(table.Finish(), kStateIdentifier);
 }
 
@@ -303,6 +312,12 @@ Status DecodeState(TaskId id, std::string_view bytes, StateRecord* state) {
   state->on_dependency_failure =
       static_cast<DependencyFailure>(table->on_dependency_failure());
   state->timeout_us = table->timeout_us();
+  state->snoozes = table->snoozes();
+  state->result.reset();
+  if (const auto* result = table->result()) {
+    state->result.emplace(reinterpret_cast<const char*>(result->data()),
+                          result->size());
+  }
   // Failures not yet written belong to the record this one replaces.
   state->new_failures.clear();
   return Status::OK();
@@ -450,6 +465,12 @@ void FillTaskInfo(const TaskView& task, TaskInfo* info, bool with_payload) {
   info->cancel_requested = state.cancel_requested();
   info->handoff_reference = AsString(state.handoff_reference());
   info->payload_version = spec.payload_version();
+  info->snoozes = state.snoozes();
+  info->result.reset();
+  if (const auto* result = state.result(); result != nullptr && with_payload) {
+    info->result.emplace(reinterpret_cast<const char*>(result->data()),
+                         result->size());
+  }
 }
 
 }  // namespace spool::storage

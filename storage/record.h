@@ -11,6 +11,7 @@
 #define SPOOL_STORAGE_RECORD_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -79,6 +80,10 @@ struct StateRecord {
   DependencyFailure on_dependency_failure = DependencyFailure::kCancel;
   // Per attempt; 0 for none.
   int64_t timeout_us = 0;
+  // Snoozes so far; a manual retry resets them.
+  uint32_t snoozes = 0;
+  // Set on success when the handler set a result.
+  std::optional<std::string> result;
   // Not stored in the state: the failed attempts this change recorded
   // (RecordFailure), which WriteTxn::Update writes into the task's failure
   // history. Empty in a state read from storage.
@@ -205,7 +210,8 @@ class TaskBytes {
 };
 
 // Fills a public TaskInfo from a verified view; with `with_payload` false,
-// TaskInfo::payload is left empty (a listing's projection).
+// TaskInfo::payload is left empty and TaskInfo::result unset (a listing's
+// projection).
 void FillTaskInfo(const TaskView& task, TaskInfo* info,
                   bool with_payload = true);
 // Appends the view's failure history, oldest first, to `failures`.

@@ -110,6 +110,25 @@ void WriteStringOrNull(JsonWriter* w, std::string_view value) {
   }
 }
 
+// Bytes as the payload's rule shows them: under `json_key` as the JSON
+// itself when the format is kJson and the bytes are valid JSON, else under
+// `base64_key` in base64. Literal keys, as the writer's fast path wants.
+template <size_t N, size_t M>
+void WriteBytes(JsonWriter* w, const char (&json_key)[N],
+                const char (&base64_key)[M], std::string_view bytes,
+                PayloadFormat format) {
+  if (format == PayloadFormat::kJson) {
+    const std::string_view json = TrimJsonWhitespace(bytes);
+    if (IsValidJson(json)) {
+      w->LiteralKey(json_key);
+      w->Raw(json);
+      return;
+    }
+  }
+  w->LiteralKey(base64_key);
+  w->Base64(bytes);
+}
+
 }  // namespace
 
 void AppendRfc3339(int64_t micros, std::string* out) {
@@ -142,6 +161,8 @@ void WriteTaskJson(const TaskView& task, PayloadFormat format,
   w.Uint(state.attempts());
   w.LiteralKey("max_attempts");
   w.Uint(state.max_attempts());
+  w.LiteralKey("snoozes");
+  w.Uint(state.snoozes());
   w.LiteralKey("created_at");
   WriteTime(&w, spec.created_us());
   w.LiteralKey("updated_at");
@@ -172,23 +193,18 @@ void WriteTaskJson(const TaskView& task, PayloadFormat format,
   }
   w.EndArray();
   if (format == PayloadFormat::kOmitted) {
+    // A listing's projection: the application's bytes, payload and result,
+    // are left out.
     w.EndObject();
     return;
   }
-  const std::string_view payload = AsView(spec.payload());
-  bool embedded = false;
-  if (format == PayloadFormat::kJson) {
-    const std::string_view json = TrimJsonWhitespace(payload);
-    if (IsValidJson(json)) {
-      w.LiteralKey("payload");
-      w.Raw(json);
-      embedded = true;
-    }
+  if (state.result() == nullptr) {
+    w.LiteralKey("result");
+    w.Null();
+  } else {
+    WriteBytes(&w, "result", "result_base64", AsView(state.result()), format);
   }
-  if (!embedded) {
-    w.LiteralKey("payload_base64");
-    w.Base64(payload);
-  }
+  WriteBytes(&w, "payload", "payload_base64", AsView(spec.payload()), format);
   w.EndObject();
 }
 

@@ -14,6 +14,7 @@
 //   "idempotency_key"  string, or null likewise
 //   "attempts"         number
 //   "max_attempts"     number
+//   "snoozes"          number (TaskContext::Snooze)
 //   "created_at"       string, RFC 3339 UTC with microseconds
 //   "updated_at"       string, likewise
 //   "next_attempt_at"  string, likewise, or null when the task may start now
@@ -21,6 +22,9 @@
 //   "last_error"       string, or null when there is none
 //   "failures"         array of {"attempt": number, "at": time, "error":
 //                      string}, oldest first; [] when there are none
+//   "result"           null when the task has no result (TaskContext::
+//                      SetResult); else shown as the payload is, as
+//                      "result" or "result_base64" below
 //   and then exactly one of
 //   "payload"          the payload itself, when it is declared JSON and is
 //                      valid JSON (see IsValidJson), surrounding whitespace
@@ -50,7 +54,7 @@ enum class PayloadFormat : uint8_t {
   // declaration never makes the output invalid or a query fail.
   kJson = 1,
   // Left out, as a listing asked (TaskQuery::include_payload): neither
-  // "payload" nor "payload_base64" is written.
+  // the payload nor the result ("result", "result_base64") is written.
   kOmitted = 2,
 };
 

@@ -218,7 +218,29 @@ TEST(RecordTest, StateRoundTripKeepsEveryField) {
   EXPECT_EQ(out.depends_on, in.depends_on);
   EXPECT_EQ(out.on_dependency_failure, in.on_dependency_failure);
   EXPECT_EQ(out.timeout_us, in.timeout_us);
+  EXPECT_EQ(out.snoozes, 0u);
+  EXPECT_EQ(out.result, std::nullopt);
   EXPECT_TRUE(out.new_failures.empty());
+
+  // Without a snooze or a result, neither field is stored: a state stays as
+  // long as it was before they existed.
+  const fb::TaskState* table = nullptr;
+  ASSERT_TRUE(VerifyState(42, bytes, &table).ok());
+  EXPECT_FALSE(reinterpret_cast<const flatbuffers::Table*>(table)->CheckField(
+      fb::TaskState::VT_SNOOZES));
+  EXPECT_FALSE(reinterpret_cast<const flatbuffers::Table*>(table)->CheckField(
+      fb::TaskState::VT_RESULT));
+  // With them, both survive; an empty result is a result.
+  in.snoozes = 7;
+  for (const std::string& result :
+       {std::string("{\"n\":1}"), std::string("\0\xff", 2), std::string()}) {
+    in.result = result;
+    ASSERT_TRUE(DecodeState(42, EncodeState(in), &out).ok());
+    EXPECT_EQ(out.snoozes, 7u);
+    EXPECT_EQ(out.result, std::optional<std::string>(result));
+  }
+  in.snoozes = 0;
+  in.result.reset();
 
   // Every status, retry kind and dependency policy survives.
   for (size_t s = 0; s < kTaskStatusCount; ++s) {
@@ -462,6 +484,8 @@ TEST(RecordTest, ValuesFromBeforeLaterFieldsLoadWithDefaults) {
   EXPECT_FALSE(state.cancel_requested);
   EXPECT_EQ(state.retry.kind, RetryPolicy::Kind::kNone);
   EXPECT_EQ(state.retry.max_attempts, 1u);
+  EXPECT_EQ(state.snoozes, 0u);
+  EXPECT_EQ(state.result, std::nullopt);
 
   builder.Clear();
   type = builder.CreateString("t");

@@ -509,6 +509,65 @@ TEST(SpoolCli, StatsListShowHistoryOnALiveQueue) {
   ExpectOneLine(busy_purge, {"Busy", path});
 }
 
+// Issue 15: a task's result and snooze count, in `show` and `show --json`
+// (a read-only open declares no JSON payloads: the result is in base64).
+TEST(SpoolCli, ShowPrintsTheResultAndTheSnoozes) {
+  TempDir dir;
+  std::string path = dir.Sub("queue");
+  TaskId summed = 0;
+  TaskId snoozed = 0;
+  {
+    Options options;
+    options.path = path;
+    std::unique_ptr<Runtime> runtime;
+    ASSERT_TRUE(Runtime::Open(options, &runtime).ok());
+    ASSERT_TRUE(runtime
+                    ->RegisterHandler("sum",
+                                      [](TaskContext& task) {
+                                        return task.SetResult("{\"sum\":7}");
+                                      })
+                    .ok());
+    ASSERT_TRUE(runtime
+                    ->RegisterHandler("later",
+                                      [](TaskContext& task) {
+                                        return task.Snooze(
+                                            std::chrono::hours(1));
+                                      })
+                    .ok());
+    summed = runtime->Enqueue("sum", "").id;
+    snoozed = runtime->Enqueue("later", "").id;
+    ASSERT_TRUE(runtime->Start().ok());
+    ASSERT_TRUE(WaitUntil([&] {
+      auto a = runtime->GetTask(summed).Wait();
+      auto b = runtime->GetTask(snoozed).Wait();
+      return a.ok() && a->status == TaskStatus::kSucceeded && b.ok() &&
+             b->snoozes == 1;
+    }));
+    ASSERT_TRUE(runtime->Close().Wait().ok());
+  }
+  Outcome text = Spool({"show", path, std::to_string(summed)});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("result       9 bytes \"{\\\"sum\\\":7}\"\n"),
+            std::string::npos)
+      << text.out;
+  Outcome json = Spool({"show", path, std::to_string(summed), "--json"});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  auto task = nlohmann::json::parse(json.out);
+  EXPECT_EQ(task["result_base64"], "eyJzdW0iOjd9");
+  EXPECT_EQ(task["snoozes"], 0);
+
+  text = Spool({"show", path, std::to_string(snoozed)});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("snoozes      1\n"), std::string::npos) << text.out;
+  EXPECT_EQ(text.out.find("result"), std::string::npos) << text.out;
+  json = Spool({"show", path, std::to_string(snoozed), "--json"});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  task = nlohmann::json::parse(json.out);
+  EXPECT_EQ(task["snoozes"], 1);
+  EXPECT_EQ(task["status"], "pending");
+  EXPECT_TRUE(task["result"].is_null());
+}
+
 TEST(SpoolCli, ExportWritesOneLinePerTaskAndNothingIntoTheDirectory) {
   TempDir dir;
   std::string path = dir.Sub("queue");

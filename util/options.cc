@@ -97,6 +97,14 @@ Status Options::Validate() const {
   if (max_type_bytes == 0 || max_type_bytes > 4096) {
     return bad("storage.max_type_bytes must be in [1, 4096]");
   }
+  if (max_result_bytes > (size_t{16} << 20)) {
+    return bad("storage.max_result_bytes must be in [0, 16777216], got " +
+               std::to_string(max_result_bytes));
+  }
+  if (max_snoozes > 1'000'000) {
+    return bad("runtime.max_snoozes must be in [0, 1000000], got " +
+               std::to_string(max_snoozes));
+  }
   if (readers < 1 || readers > 256) {
     return bad("runtime.readers must be in [1, 256], got " +
                std::to_string(readers));

@@ -4,6 +4,7 @@
 #define SPOOL_INCLUDE_HANDLER_H_
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -19,6 +20,21 @@ namespace spool {
 namespace internal {
 class AttemptControl;
 }  // namespace internal
+
+// How a task this one depends on ended, as its dependent's attempt sees it
+// (TaskContext::dependencies).
+struct DependencyOutcome {
+  TaskId id = 0;
+  // Its status when the attempt started: succeeded, failed or cancelled
+  // once the dependent may run (a kRun dependent also runs after failures).
+  // Empty when the dependency no longer exists (purged, deleted) or its
+  // record cannot be read.
+  std::optional<TaskStatus> status;
+  // Its result (TaskContext::SetResult); empty unless it succeeded with one.
+  std::optional<std::string> result;
+  // Why it failed or was cancelled (its last error); empty otherwise.
+  std::string last_error;
+};
 
 // What a handler knows about the attempt it runs, and what it can tell
 // spool about it.
@@ -96,6 +112,34 @@ class TaskContext {
   // (offline, a dependency service down) rather than "this task failed".
   void DeferUntilOpen(std::string gate);
 
+  // Snoozes the task: when the handler returns (whatever it returns), the
+  // task goes back to pending, due `delay` from then (0: at once, in its
+  // place), the attempt does not count and no failure is recorded. The
+  // task's snooze count (TaskInfo::snoozes) goes up by one; a snooze past
+  // runtime.max_snoozes (Options::max_snoozes) is refused when the handler
+  // returns: the attempt then fails, and counts, with an error that says
+  // so. A snooze is ignored once cancelled() is true, and DeferUntilOpen
+  // wins over it. Returns InvalidArgument naming `delay` when it is
+  // negative or over 365 days (nothing is snoozed then), else OK, so that
+  // `return context.Snooze(delay);` both snoozes and reports misuse.
+  Status Snooze(Duration delay);
+
+  // Sets the task's result: small bytes stored with the task when this
+  // attempt succeeds it (readable as TaskInfo::result, in the task's JSON
+  // and by `spool show`, and by dependents as DependencyOutcome::result).
+  // Not stored when the attempt fails, is snoozed, deferred or handed off.
+  // A later call replaces an earlier one. Returns InvalidArgument naming
+  // `result` and the bound when it is larger than storage.max_result_bytes
+  // (Options::max_result_bytes); the result is not set then, so that
+  // `return context.SetResult(bytes);` fails the attempt with that error.
+  Status SetResult(std::string result);
+
+  // How each task this one depends on (EnqueueOptions::depends_on) ended,
+  // in the order given, read when the attempt started: for a dependent
+  // that runs after a failure (DependencyFailure::kRun) to tell which
+  // dependency failed, or to use their results. Empty without dependencies.
+  const std::vector<DependencyOutcome>& dependencies() const;
+
  private:
   friend class TaskContextBuilder;
   TaskContext() = default;
@@ -110,6 +154,8 @@ class TaskContext {
   std::string_view group_;
   internal::AttemptControl* control_ = nullptr;
   bool previous_attempt_interrupted_ = false;
+  size_t max_result_bytes_ = 0;
+  const std::vector<DependencyOutcome>* dependencies_ = nullptr;
 };
 
 // Runs one attempt of a task.

@@ -138,6 +138,11 @@ struct Options {
   // The longest task type name, in bytes. Default: 128.
   size_t max_type_bytes = 128;
 
+  // The largest result a handler may set (TaskContext::SetResult), in
+  // bytes; it is stored in the task's state. Config key
+  // storage.max_result_bytes, in [0, 16 MiB]. Default: 64 KiB.
+  size_t max_result_bytes = size_t{64} << 10;
+
   // The size of each of the storage engine's in-memory write buffers
   // (RocksDB memtables), in bytes. A task's successive states that land in
   // the same buffer are flushed to disk only once, so a buffer that holds a
@@ -229,6 +234,12 @@ struct Options {
   // At most this many tasks of one group run at once; 0 for no limit.
   // Runtime::SetGroupConcurrency overrides it per group. Default: 0.
   uint32_t group_concurrency = 0;
+
+  // The most times one task may be snoozed (TaskContext::Snooze) before a
+  // snooze counts as a failed attempt; a manual Retry starts the count
+  // again. 0: every snooze fails its attempt. Config key
+  // runtime.max_snoozes, in [0, 1000000]. Default: 100.
+  uint32_t max_snoozes = 100;
 
   // ---- Shutdown ----
 

@@ -36,13 +36,15 @@
 // Task JSON. The JSON queries write each task as one object with these
 // members, in this order: "id", "type", "status" (TaskStatusName),
 // "priority", "group", "dedup_key", "idempotency_key" (each null when not
-// set), "attempts", "max_attempts", "created_at", "updated_at",
+// set), "attempts", "max_attempts", "snoozes", "created_at", "updated_at",
 // "next_attempt_at" (RFC 3339 UTC with microseconds, or null), "sequence",
 // "last_error" (or null), "failures" ([{"attempt","at","error"}], oldest
-// first), then "payload" when the task's type was declared with
-// Runtime::DeclareJsonPayload and the payload is valid JSON (embedded as
-// is), else "payload_base64" (RFC 4648); neither when a listing leaves
-// payloads out (TaskQuery::include_payload). Strings are escaped exactly: '"',
+// first), "result" (null without one; else shown by the payload's rule
+// below, as "result" or "result_base64"), then "payload" when the task's
+// type was declared with Runtime::DeclareJsonPayload and the payload is
+// valid JSON (embedded as is), else "payload_base64" (RFC 4648). A listing
+// that leaves payloads out (TaskQuery::include_payload) writes neither the
+// result nor the payload members. Strings are escaped exactly: '"',
 // '\\' and U+0000..U+001F are escaped, U+2028/U+2029 too, and invalid UTF-8
 // becomes U+FFFD, so the output is always valid UTF-8 JSON.
 //
@@ -109,9 +111,10 @@ struct TaskQuery {
   // Oldest first (ascending ids, the default) or newest first.
   ListOrder order = ListOrder::kOldestFirst;
 
-  // Whether the listed tasks carry their payloads. false leaves
-  // TaskInfo::payload empty and the JSON forms without "payload" and
-  // "payload_base64": a dashboard's listing reads no payload bytes into its
+  // Whether the listed tasks carry the application's bytes: their payloads
+  // and results. false leaves TaskInfo::payload empty and TaskInfo::result
+  // unset, and the JSON forms without "payload", "payload_base64", "result"
+  // and "result_base64": a dashboard's listing copies none of them into its
   // answer. Default: true.
   bool include_payload = true;
 

@@ -216,6 +216,12 @@ struct TaskInfo {
   // Set while the task is handed off (see TaskContext::HandOff).
   std::string handoff_reference;
   uint32_t payload_version = 0;
+  // Times its handler snoozed it (TaskContext::Snooze) since it was
+  // enqueued or last retried by hand.
+  uint32_t snoozes = 0;
+  // What its handler set with TaskContext::SetResult, kept when the task
+  // succeeded; empty otherwise.
+  std::optional<std::string> result;
 };
 
 // Task counts by status, from one consistent snapshot.
@@ -295,7 +301,8 @@ struct TaskEvent {
     kCancelled,
     kTimedOut,  // an attempt ran past its timeout (a retry or a
                 // failure follows as its own event)
-    kDeferred,  // its handler deferred it until a gate opens
+    kDeferred,  // its handler deferred it until a gate opens, or
+                // snoozed it (next_attempt_at: when it is due again)
   };
   Kind kind = Kind::kEnqueued;
   TaskId id = 0;
