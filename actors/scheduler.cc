@@ -106,7 +106,8 @@ struct TypeLoad {
 
 struct GroupLoad {
   uint32_t active = 0;
-  // 0: the default limit applies.
+  // Set by SetGroupConcurrency (or restored from storage); 0: the
+  // config's limit applies (SchedulerState::GroupLimit).
   uint32_t limit = 0;
 };
 
@@ -177,8 +178,13 @@ struct SchedulerState {
     return it->second;
   }
 
-  uint32_t GroupLimit(const GroupLoad& load) const {
-    return load.limit != 0 ? load.limit : config.group_concurrency;
+  // The limit of `group`, whose SetGroupConcurrency limit is `set_limit`
+  // (0: none): that one, else the config's for the group, else the default.
+  uint32_t GroupLimit(const std::string& group, uint32_t set_limit) const {
+    if (set_limit != 0) return set_limit;
+    auto named = config.group_limits.find(group);
+    return named != config.group_limits.end() ? named->second
+                                              : config.group_concurrency;
   }
 
   void RefreshType(const std::string& type, int64_t now) {
@@ -217,7 +223,7 @@ struct SchedulerState {
   void RefreshGroup(const std::string& group) {
     if (group.empty()) return;  // ungrouped tasks have no group limit
     GroupLoad& load = groups[group];
-    uint32_t limit = GroupLimit(load);
+    uint32_t limit = GroupLimit(group, load.limit);
     queue.SetGroupBlocked(group, limit != 0 && load.active >= limit);
     if (load.active == 0 && load.limit == 0) groups.erase(group);
   }
@@ -412,9 +418,8 @@ bool MayClaimAhead(SchedulerState& st, const QueueEntry& entry) {
   if (st.TypeOf(entry.type).policy.max_concurrent != 0) return false;
   if (entry.group.empty()) return true;
   auto it = st.groups.find(entry.group);
-  uint32_t limit = it != st.groups.end() ? st.GroupLimit(it->second)
-                                         : st.config.group_concurrency;
-  return limit == 0;
+  uint32_t set_limit = it != st.groups.end() ? it->second.limit : 0;
+  return st.GroupLimit(entry.group, set_limit) == 0;
 }
 
 // Claims as many tasks as the idle workers take at once, and as many more
