@@ -6,6 +6,11 @@
 // doc. Parsing, overrides, error messages, suggestions and DescribeOptions
 // are all driven by that table, so adding a key is adding a row (and its
 // documentation in config/spool.toml, which a test enforces).
+//
+// The tables of named things, [types.NAME], [groups.NAME] and
+// [periodic.NAME], and [retry] (whose values nest inside them) are not
+// rows: [periodic.NAME] has its own parser, the others one table of fields
+// (TableField) each, shared by the file and --set.
 
 #include <algorithm>
 #include <cerrno>
@@ -1542,8 +1547,8 @@ std::string DescribeDefaultRetry(const Options& options) {
   };
   std::string out =
       "\n[retry]\n"
-      "# The retry policy of task types whose handler sets none in code,\n"
-      "# under their [types.NAME.retry].\n";
+      "# The retry policy of task types whose handler sets none in code; a\n"
+      "# type's [types.NAME.retry] changes only the fields it gives.\n";
   out +=
       "# The policy's kind. Expected: one of \"none\", \"fixed\", "
       "\"exponential\".\n";

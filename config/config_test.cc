@@ -1052,7 +1052,7 @@ concurrency = 1
 concurrency = 0
 )";
 
-TEST(TypeConfigTest, TablesSetEveryPerTypeRetryAndGroupKey) {
+TEST(PerTypeConfigTest, TablesSetEveryPerTypeRetryAndGroupKey) {
   Options options;
   Status s = Parse(kTypesText, &options);
   ASSERT_TRUE(s.ok()) << s.ToString();
@@ -1093,7 +1093,7 @@ TEST(TypeConfigTest, TablesSetEveryPerTypeRetryAndGroupKey) {
             (std::map<std::string, uint32_t>{{"bulk", 0}, {"customer-42", 1}}));
 }
 
-TEST(TypeConfigTest, NoTablesLeaveTheBuiltInDefaults) {
+TEST(PerTypeConfigTest, NoTablesLeaveTheBuiltInDefaults) {
   Options options;
   ASSERT_TRUE(Parse("[runtime]\nworkers = 2\n", &options).ok());
   EXPECT_TRUE(options.types.empty());
@@ -1108,7 +1108,7 @@ TEST(TypeConfigTest, NoTablesLeaveTheBuiltInDefaults) {
 
 // Every bad input is refused with the file, the key, the reason and the
 // line.
-TEST(TypeConfigTest, BadInputNamesFileKeyReasonAndLine) {
+TEST(PerTypeConfigTest, BadInputNamesFileKeyReasonAndLine) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"[types.email]\nconcurency = 3\n",
        "config/spool.toml: types.email.concurency: unknown key; a "
@@ -1181,7 +1181,7 @@ TEST(TypeConfigTest, BadInputNamesFileKeyReasonAndLine) {
 
 // What only the whole Options can judge is refused by Validate, naming the
 // key.
-TEST(TypeConfigTest, ValidateNamesThePerTypeKey) {
+TEST(PerTypeConfigTest, ValidateNamesThePerTypeKey) {
   Options options = DocumentedDefaults();
   options.types["email"].retry.max_attempts = 0;
   EXPECT_THAT(options.Validate().ToString(),
@@ -1215,7 +1215,7 @@ TEST(TypeConfigTest, ValidateNamesThePerTypeKey) {
       HasSubstr("config/spool.toml: types.ttt"));
 }
 
-TEST(TypeConfigTest, OverridesSetTheSameKeysAndWinOverTheFile) {
+TEST(PerTypeConfigTest, OverridesSetTheSameKeysAndWinOverTheFile) {
   Options options;
   Status s = Parse(kTypesText, &options,
                    {"types.email.concurrency=5", "types.http.post.timeout_ms=7",
@@ -1289,7 +1289,8 @@ bool SameTypes(const std::map<std::string, TypeSettings>& a,
   return true;
 }
 
-TEST(TypeConfigTest, PrintConfigShowsEffectiveValuesAndSourcesAndRoundTrips) {
+TEST(PerTypeConfigTest,
+     PrintConfigShowsEffectiveValuesAndSourcesAndRoundTrips) {
   Options options;
   ASSERT_TRUE(Parse(kTypesText, &options).ok());
   std::string text = DescribeOptions(options);

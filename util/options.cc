@@ -118,9 +118,21 @@ Status ValidateRetry(const RetryPolicy& retry, const std::string& prefix) {
   return Status::OK();
 }
 
+// A type or group name as messages show it: cut to 64 bytes (at a UTF-8
+// character's start), so that a stray megabyte name is not echoed whole.
+std::string NameForMessage(const std::string& name) {
+  constexpr size_t kMaxBytes = 64;
+  if (name.size() <= kMaxBytes) return name;
+  size_t cut = kMaxBytes;
+  while (cut > 0 && (static_cast<unsigned char>(name[cut]) & 0xC0) == 0x80) {
+    --cut;
+  }
+  return name.substr(0, cut) + "...";
+}
+
 Status ValidateType(const std::string& type, const TypeSettings& settings,
                     const Options& options) {
-  const std::string prefix = "types." + type;
+  const std::string prefix = "types." + NameForMessage(type);
   auto bad = [&prefix](const std::string& what) {
     return Status::InvalidArgument(prefix + what);
   };
@@ -174,13 +186,13 @@ Status ValidatePerTypeAndGroup(const Options& options) {
     }
     if (group.size() > kMaxGroupBytes) {
       return Status::InvalidArgument(
-          "groups." + group.substr(0, 64) + "...: the group name is " +
+          "groups." + NameForMessage(group) + ": the group name is " +
           std::to_string(group.size()) + " bytes; the limit is 1024");
     }
     if (limit > kMaxCount) {
       return Status::InvalidArgument(
-          "groups." + group + ".concurrency must be in [0, 1000000], got " +
-          std::to_string(limit));
+          "groups." + NameForMessage(group) +
+          ".concurrency must be in [0, 1000000], got " + std::to_string(limit));
     }
   }
   return Status::OK();
