@@ -266,6 +266,24 @@ TEST(TypeConfigTest, GroupTablesLimitGroupsAndSetGroupConcurrencyWinsOverThem) {
   ReleaseAndDrain(&h, &holder);
 }
 
+// The scheduler knows groups by their stored form, a keyed hash when the
+// store is encrypted: the file's limits are translated the same way.
+TEST(TypeConfigTest, GroupTablesLimitGroupsOfAnEncryptedStore) {
+  Harness h(4, Durability::kSync);
+  h.options().encryption_key = std::string(32, 'k');
+  Configure(&h, "[groups.one]\nconcurrency = 1\n");
+  Holder holder;
+  ASSERT_TRUE(h.runtime().RegisterHandler("t", holder.handler()).ok());
+  PutInGroup(&h, "one", 3);
+  PutInGroup(&h, "other", 3);
+  ASSERT_TRUE(h.runtime().Start().ok());
+  ASSERT_TRUE(holder.WaitForRunning("group:other", 3));
+  ASSERT_TRUE(holder.WaitForRunning("group:one", 1));
+  LetTheSchedulerRun();
+  EXPECT_EQ(holder.Running("group:one"), 1);
+  ReleaseAndDrain(&h, &holder);
+}
+
 TEST(TypeConfigTest, ATableForATypeWithoutAHandlerIsWarnedOfAtStart) {
   Harness h(1, Durability::kSync);
   std::mutex mutex;
