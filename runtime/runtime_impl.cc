@@ -48,6 +48,27 @@ void Abandon(std::unique_ptr<caf::actor_system> system,
   abandoned->emplace_back(system.release(), config.release());
 }
 
+// What RegisterHandler refuses in HandlerOptions, naming the field.
+Status ValidateHandlerOptions(const HandlerOptions& options) {
+  if (options.retry) {
+    Status s = options.retry->Validate();
+    if (!s.ok()) return s.WithContext("HandlerOptions::retry");
+  }
+  if (options.timeout &&
+      (*options.timeout < Duration(0) || *options.timeout > kMaxDelay)) {
+    return Status::InvalidArgument(
+        "HandlerOptions::timeout must be between 0 and 365 days, got " +
+        std::to_string(options.timeout->count()) + " us");
+  }
+  if (options.rate_limit && options.rate_limit->count != 0 &&
+      options.rate_limit->period <= Duration(0)) {
+    return Status::InvalidArgument(
+        "HandlerOptions::rate_limit.period must be > 0, got " +
+        std::to_string(options.rate_limit->period.count()) + " us");
+  }
+  return Status::OK();
+}
+
 }  // namespace
 
 Status Runtime::Open(const Options& options,
@@ -352,31 +373,6 @@ void RuntimeImpl::ResetStartLog() {
     start_log_.reset();
   }
 }
-
-namespace {
-
-// What RegisterHandler refuses in HandlerOptions, naming the field.
-Status ValidateHandlerOptions(const HandlerOptions& options) {
-  if (options.retry) {
-    Status s = options.retry->Validate();
-    if (!s.ok()) return s.WithContext("HandlerOptions::retry");
-  }
-  if (options.timeout &&
-      (*options.timeout < Duration(0) || *options.timeout > kMaxDelay)) {
-    return Status::InvalidArgument(
-        "HandlerOptions::timeout must be between 0 and 365 days, got " +
-        std::to_string(options.timeout->count()) + " us");
-  }
-  if (options.rate_limit && options.rate_limit->count != 0 &&
-      options.rate_limit->period <= Duration(0)) {
-    return Status::InvalidArgument(
-        "HandlerOptions::rate_limit.period must be > 0, got " +
-        std::to_string(options.rate_limit->period.count()) + " us");
-  }
-  return Status::OK();
-}
-
-}  // namespace
 
 HandlerOptions RuntimeImpl::ResolveHandlerOptions(const std::string& type,
                                                   HandlerOptions code) const {
