@@ -50,6 +50,8 @@ namespace actors {
 
 struct RegisteredHandler {
   Handler handler;
+  // As registered, with every optional field filled in from the config or
+  // the defaults (RuntimeImpl::ResolveHandlerOptions).
   HandlerOptions options;
 };
 

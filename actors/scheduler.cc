@@ -107,7 +107,8 @@ struct TypeLoad {
 
 struct GroupLoad {
   uint32_t active = 0;
-  // 0: the default limit applies.
+  // Set by SetGroupConcurrency (or restored from storage); 0: the
+  // config's limit applies (SchedulerState::GroupLimit).
   uint32_t limit = 0;
 };
 
@@ -180,8 +181,13 @@ struct SchedulerState {
     return it->second;
   }
 
-  uint32_t GroupLimit(const GroupLoad& load) const {
-    return load.limit != 0 ? load.limit : config.group_concurrency;
+  // The limit of `group`, whose SetGroupConcurrency limit is `set_limit`
+  // (0: none): that one, else the config's for the group, else the default.
+  uint32_t GroupLimit(const std::string& group, uint32_t set_limit) const {
+    if (set_limit != 0) return set_limit;
+    auto named = config.group_limits.find(group);
+    return named != config.group_limits.end() ? named->second
+                                              : config.group_concurrency;
   }
 
   void RefreshType(const std::string& type, int64_t now) {
@@ -220,7 +226,7 @@ struct SchedulerState {
   void RefreshGroup(const std::string& group) {
     if (group.empty()) return;  // ungrouped tasks have no group limit
     GroupLoad& load = groups[group];
-    uint32_t limit = GroupLimit(load);
+    uint32_t limit = GroupLimit(group, load.limit);
     queue.SetGroupBlocked(group, limit != 0 && load.active >= limit);
     if (load.active == 0 && load.limit == 0) groups.erase(group);
   }
@@ -432,9 +438,8 @@ bool MayClaimAhead(SchedulerState& st, const QueueEntry& entry) {
   if (st.TypeOf(entry.type).policy.max_concurrent != 0) return false;
   if (entry.group.empty()) return true;
   auto it = st.groups.find(entry.group);
-  uint32_t limit = it != st.groups.end() ? st.GroupLimit(it->second)
-                                         : st.config.group_concurrency;
-  return limit == 0;
+  uint32_t set_limit = it != st.groups.end() ? it->second.limit : 0;
+  return st.GroupLimit(entry.group, set_limit) == 0;
 }
 
 // Claims as many tasks as the idle workers take at once, and as many more
@@ -791,20 +796,20 @@ scheduler_actor::behavior_type SchedulerBehavior(Self self,
         ScheduleDispatch(self);
       },
       [self](drain_atom, DrainRequest& request) {
-        auto& st = self->state;
-        uint64_t id = st.next_drain_id++;
+        auto& s = self->state;
+        uint64_t id = s.next_drain_id++;
         if (request.timeout.count() > 0) {
           self->delayed_send(self, request.timeout, drain_atom::value, id);
         }
-        st.drains.emplace(id, std::move(request));
+        s.drains.emplace(id, std::move(request));
         ScheduleDispatch(self);
       },
       [self](drain_atom, uint64_t id) {
-        auto& st = self->state;
-        auto it = st.drains.find(id);
-        if (it == st.drains.end()) return;
+        auto& s = self->state;
+        auto it = s.drains.find(id);
+        if (it == s.drains.end()) return;
         Completion done = std::move(it->second.done);
-        st.drains.erase(it);
+        s.drains.erase(it);
         done(Status::TimedOut("the queue did not drain within the timeout"));
       },
       [self](stop_atom, Completion& done) {

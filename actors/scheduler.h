@@ -47,6 +47,10 @@ struct SchedulerConfig {
   RecoveryResult recovered;
   // The default per-group limit; 0 for none.
   uint32_t group_concurrency = 0;
+  // Per-group limits from the config ([groups.NAME]), by stored group,
+  // over group_concurrency; a limit set by SetGroupConcurrency (or stored
+  // by one) wins over them.
+  std::unordered_map<std::string, uint32_t> group_limits;
   std::shared_ptr<ProgressBoard> progress;
   // Assigns ids to periodic slots' tasks.
   std::function<TaskId()> allocate_id;

@@ -6,6 +6,11 @@
 // doc. Parsing, overrides, error messages, suggestions and DescribeOptions
 // are all driven by that table, so adding a key is adding a row (and its
 // documentation in config/spool.toml, which a test enforces).
+//
+// The tables of named things, [types.NAME], [groups.NAME] and
+// [periodic.NAME], and [retry] (whose values nest inside them) are not
+// rows: [periodic.NAME] has its own parser, the others one table of fields
+// (TableField) each, shared by the file and --set.
 
 #include <algorithm>
 #include <cerrno>
@@ -597,7 +602,11 @@ std::string SuggestKey(std::string_view section, std::string_view name) {
 std::string SuggestSection(std::string_view section) {
   std::string_view best;
   size_t best_distance = kMaxSuggestionDistance + 1;
-  for (std::string_view candidate : KnownSections()) {
+  std::vector<std::string_view> candidates = KnownSections();
+  for (std::string_view table : {"retry", "types", "groups", "periodic"}) {
+    candidates.push_back(table);
+  }
+  for (std::string_view candidate : candidates) {
     size_t distance = EditDistance(section, candidate);
     if (distance < best_distance) {
       best_distance = distance;
@@ -814,6 +823,481 @@ void ApplyPeriodic(std::string_view name, const toml::table& table,
   options->periodic.push_back(std::move(periodic));
 }
 
+// ---------------------------------------------------------------------------
+// The tables of named things: [retry], [types.NAME] and [groups.NAME]. Their
+// keys are checked by one table of fields (TableField), shared by the file
+// and by --set, so that both refuse a value for the same reason.
+
+// The longest delay or timeout a config may set, in milliseconds: a year,
+// as RetryPolicy and EnqueueOptions cap theirs (Options::Validate agrees).
+constexpr int64_t kMaxDelayMs = int64_t{365} * 24 * 3600 * 1000;
+
+enum class FieldKind {
+  // A TOML integer within [TableField::min, TableField::max].
+  kInteger,
+  // A TOML float (or integer) in [0, 1].
+  kFraction,
+  // A retry policy's name: "none", "fixed" or "exponential".
+  kPolicy,
+  // An array of non-empty strings; in an override, a comma-separated list.
+  kNames,
+};
+
+// One key of a [retry], [types.NAME] or [groups.NAME] table. Names of keys
+// in sub-tables are dotted: "rate_limit.count", "retry.attempts".
+struct TableField {
+  std::string_view name;
+  FieldKind kind = FieldKind::kInteger;
+  int64_t min = 0;
+  int64_t max = 0;
+};
+
+constexpr std::string_view kPolicyNames[] = {"none", "fixed", "exponential"};
+constexpr RetryPolicy::Kind kPolicyKinds[] = {RetryPolicy::Kind::kNone,
+                                              RetryPolicy::Kind::kFixed,
+                                              RetryPolicy::Kind::kExponential};
+
+std::string_view PolicyName(RetryPolicy::Kind kind) {
+  for (size_t i = 0; i < std::size(kPolicyKinds); ++i) {
+    if (kPolicyKinds[i] == kind) return kPolicyNames[i];
+  }
+  return "invalid";
+}
+
+const std::vector<TableField>& RetryFields() {
+  static const auto* const kFields = new std::vector<TableField>{
+      {"policy", FieldKind::kPolicy},
+      {"attempts", FieldKind::kInteger, 1, 1'000'000},
+      {"base_ms", FieldKind::kInteger, 0, kMaxDelayMs},
+      {"max_ms", FieldKind::kInteger, 0, kMaxDelayMs},
+      {"jitter", FieldKind::kFraction},
+  };
+  return *kFields;
+}
+
+const std::vector<TableField>& TypeFields() {
+  static const auto* const kFields = new std::vector<TableField>{
+      {"concurrency", FieldKind::kInteger, 0, 1'000'000},
+      {"timeout_ms", FieldKind::kInteger, 0, kMaxDelayMs},
+      {"rate_limit.count", FieldKind::kInteger, 0, 1'000'000},
+      {"rate_limit.period_ms", FieldKind::kInteger, 1, 86'400'000},
+      {"gates", FieldKind::kNames},
+      {"retry.policy", FieldKind::kPolicy},
+      {"retry.attempts", FieldKind::kInteger, 1, 1'000'000},
+      {"retry.base_ms", FieldKind::kInteger, 0, kMaxDelayMs},
+      {"retry.max_ms", FieldKind::kInteger, 0, kMaxDelayMs},
+      {"retry.jitter", FieldKind::kFraction},
+  };
+  return *kFields;
+}
+
+const std::vector<TableField>& GroupFields() {
+  static const auto* const kFields = new std::vector<TableField>{
+      {"concurrency", FieldKind::kInteger, 0, 1'000'000},
+  };
+  return *kFields;
+}
+
+const TableField* FindField(const std::vector<TableField>& fields,
+                            std::string_view name) {
+  for (const TableField& field : fields) {
+    if (field.name == name) return &field;
+  }
+  return nullptr;
+}
+
+// "a [types.NAME] table takes concurrency, timeout_ms, ...", for messages.
+std::string FieldList(std::string_view table,
+                      const std::vector<TableField>& fields) {
+  std::string out = "unknown key; " + std::string(table) + " takes ";
+  for (size_t i = 0; i < fields.size(); ++i) {
+    if (i > 0) out += i + 1 == fields.size() ? " and " : ", ";
+    out += fields[i].name;
+  }
+  return out;
+}
+
+// A value that passed its TableField's checks.
+struct FieldValue {
+  int64_t integer = 0;                                         // kInteger
+  double fraction = 0;                                         // kFraction
+  RetryPolicy::Kind policy = RetryPolicy::Kind::kExponential;  // kPolicy
+  std::vector<std::string> names;                              // kNames
+};
+
+std::string FieldExpected(const TableField& field) {
+  switch (field.kind) {
+    case FieldKind::kInteger:
+      return "an integer in [" + std::to_string(field.min) + ", " +
+             std::to_string(field.max) + "]";
+    case FieldKind::kFraction:
+      return "a number in [0, 1]";
+    case FieldKind::kPolicy:
+      return "one of \"none\", \"fixed\", \"exponential\"";
+    case FieldKind::kNames:
+      return "an array of non-empty strings";
+  }
+  return "nothing";
+}
+
+Status FieldMismatch(const TableField& field, std::string_view got) {
+  return Status::InvalidArgument("expected " + FieldExpected(field) + ", got " +
+                                 std::string(got));
+}
+
+Result<FieldValue> CheckFieldInteger(const TableField& field,
+                                     std::optional<int64_t> value,
+                                     std::string_view shown) {
+  if (!value || *value < field.min || *value > field.max) {
+    return FieldMismatch(field, shown);
+  }
+  FieldValue out;
+  out.integer = *value;
+  return out;
+}
+
+Result<FieldValue> CheckFieldFraction(const TableField& field,
+                                      std::optional<double> value,
+                                      std::string_view shown) {
+  if (!value || !(*value >= 0.0 && *value <= 1.0)) {
+    return FieldMismatch(field, shown);
+  }
+  FieldValue out;
+  out.fraction = *value;
+  return out;
+}
+
+Result<FieldValue> CheckFieldPolicy(const TableField& field,
+                                    std::optional<std::string_view> name,
+                                    std::string_view shown) {
+  for (size_t i = 0; name && i < std::size(kPolicyNames); ++i) {
+    if (kPolicyNames[i] == *name) {
+      FieldValue out;
+      out.policy = kPolicyKinds[i];
+      return out;
+    }
+  }
+  return FieldMismatch(field, shown);
+}
+
+// The value of `node` for `field`, or InvalidArgument with the reason only.
+Result<FieldValue> CheckFieldNode(const TableField& field,
+                                  const toml::node& node) {
+  std::string shown = DescribeTomlValue(node);
+  switch (field.kind) {
+    case FieldKind::kInteger: {
+      std::optional<int64_t> value;
+      if (const auto* integer = node.as_integer()) value = integer->get();
+      return CheckFieldInteger(field, value, shown);
+    }
+    case FieldKind::kFraction: {
+      std::optional<double> value;
+      if (const auto* number = node.as_floating_point()) value = number->get();
+      if (const auto* integer = node.as_integer()) {
+        value = static_cast<double>(integer->get());
+      }
+      return CheckFieldFraction(field, value, shown);
+    }
+    case FieldKind::kPolicy: {
+      std::optional<std::string_view> name;
+      if (const auto* text = node.as_string()) name = text->get();
+      return CheckFieldPolicy(field, name, shown);
+    }
+    case FieldKind::kNames: {
+      const toml::array* array = node.as_array();
+      if (array == nullptr) return FieldMismatch(field, shown);
+      FieldValue out;
+      for (const toml::node& element : *array) {
+        const auto* text = element.as_string();
+        if (text == nullptr || text->get().empty()) {
+          return FieldMismatch(field,
+                               "an element " + DescribeTomlValue(element));
+        }
+        out.names.push_back(text->get());
+      }
+      return out;
+    }
+  }
+  return FieldMismatch(field, shown);
+}
+
+// The value of an override's `text` for `field`, checked as a file's.
+Result<FieldValue> CheckFieldText(const TableField& field,
+                                  std::string_view text) {
+  std::string shown = QuoteForMessage(text);
+  switch (field.kind) {
+    case FieldKind::kInteger: {
+      std::optional<int64_t> value = ParseIntegerText(text);
+      return CheckFieldInteger(field, value, value ? std::string(text) : shown);
+    }
+    case FieldKind::kFraction: {
+      std::optional<double> value;
+      double parsed = 0;
+      const char* end = text.data() + text.size();
+      auto [ptr, error] = std::from_chars(text.data(), end, parsed);
+      if (!text.empty() && error == std::errc() && ptr == end) value = parsed;
+      return CheckFieldFraction(field, value, shown);
+    }
+    case FieldKind::kPolicy:
+      return CheckFieldPolicy(field, text, shown);
+    case FieldKind::kNames: {
+      FieldValue out;
+      for (size_t start = 0; !text.empty() && start <= text.size();) {
+        size_t comma = std::min(text.find(',', start), text.size());
+        std::string_view name = text.substr(start, comma - start);
+        if (name.empty()) return FieldMismatch(field, shown);
+        out.names.emplace_back(name);
+        start = comma + 1;
+      }
+      return out;
+    }
+  }
+  return FieldMismatch(field, shown);
+}
+
+Duration Millis(int64_t ms) {
+  return std::chrono::duration_cast<Duration>(std::chrono::milliseconds(ms));
+}
+
+// Stores a checked retry field ("attempts", ...) into *retry.
+void SetRetryField(std::string_view name, const FieldValue& value,
+                   RetrySettings* retry) {
+  if (name == "policy") retry->kind = value.policy;
+  if (name == "attempts") {
+    retry->max_attempts = static_cast<uint32_t>(value.integer);
+  }
+  if (name == "base_ms") retry->initial_delay = Millis(value.integer);
+  if (name == "max_ms") retry->max_delay = Millis(value.integer);
+  if (name == "jitter") retry->jitter = value.fraction;
+}
+
+// Stores a checked [types.NAME] field into *type.
+void SetTypeField(std::string_view name, const FieldValue& value,
+                  TypeSettings* type) {
+  constexpr std::string_view kRetry = "retry.";
+  if (name.substr(0, kRetry.size()) == kRetry) {
+    SetRetryField(name.substr(kRetry.size()), value, &type->retry);
+  } else if (name == "concurrency") {
+    type->max_concurrent = static_cast<uint32_t>(value.integer);
+  } else if (name == "timeout_ms") {
+    type->timeout = Millis(value.integer);
+  } else if (name == "rate_limit.count") {
+    type->rate_limit_count = static_cast<uint32_t>(value.integer);
+  } else if (name == "rate_limit.period_ms") {
+    type->rate_limit_period = Millis(value.integer);
+  } else if (name == "gates") {
+    type->requires_gates = value.names;
+  }
+}
+
+// Applies the keys of a table whose fields are `fields` (sub-tables
+// flattened into dotted names: only one level, as TableField names have),
+// calling `set` for each valid one. `subject` is the table as messages
+// name it ("types.email"), `table_name` as the unknown-key message names
+// it ("a [types.NAME] table").
+template <class Set>
+void ApplyFields(const toml::table& table, const std::string& subject,
+                 std::string_view table_name,
+                 const std::vector<TableField>& fields, std::string_view source,
+                 FirstErrorInFile* errors, const Set& set,
+                 std::string_view prefix = "") {
+  for (const auto& entry : table) {
+    const toml::node& node = entry.second;
+    std::string name = std::string(prefix) + std::string(entry.first.str());
+    std::string key = subject + "." + KeyForMessage(entry.first.str());
+    uint32_t line = LineOf(node.source());
+    if (line == 0) line = LineOf(entry.first.source());
+    const TableField* field = FindField(fields, name);
+    bool has_sub_keys = false;
+    for (const TableField& f : fields) {
+      has_sub_keys |= f.name.substr(0, name.size() + 1) == name + ".";
+    }
+    if (has_sub_keys && prefix.empty()) {
+      if (const toml::table* sub = node.as_table()) {
+        ApplyFields(*sub, key, table_name, fields, source, errors, set,
+                    name + ".");
+      } else {
+        errors->Add(line, ConfigError(source, key,
+                                      "expected a table, got " +
+                                          DescribeTomlValue(node),
+                                      line));
+      }
+      continue;
+    }
+    if (field == nullptr) {
+      errors->Add(
+          line, ConfigError(source, key, FieldList(table_name, fields), line));
+      continue;
+    }
+    Result<FieldValue> value = CheckFieldNode(*field, node);
+    if (!value.ok()) {
+      errors->Add(line,
+                  ConfigError(source, key, value.status().message(), line));
+      continue;
+    }
+    set(name, *value);
+  }
+}
+
+// The delays of a retry policy are checked against each other here too,
+// not only by Options::Validate, so that the error has a line. `base` is
+// what the table's fields go over.
+void CheckRetryDelays(const RetrySettings& retry, const RetryPolicy& base,
+                      const toml::table& table, const std::string& subject,
+                      std::string_view source, FirstErrorInFile* errors) {
+  RetryPolicy policy = retry.Over(base);
+  if (policy.max_delay >= policy.initial_delay) return;
+  std::string_view key = retry.max_delay ? "max_ms" : "base_ms";
+  const toml::node* node = table.get(key);
+  uint32_t line = node != nullptr ? LineOf(node->source()) : 0;
+  auto ms = [](Duration d) {
+    return std::to_string(
+        std::chrono::duration_cast<std::chrono::milliseconds>(d).count());
+  };
+  errors->Add(line, ConfigError(source, subject + "." + std::string(key),
+                                "max_ms (" + ms(policy.max_delay) +
+                                    ") must not be below base_ms (" +
+                                    ms(policy.initial_delay) + ")",
+                                line));
+}
+
+// Reads the [retry] table into options->default_retry.
+void ApplyRetry(const toml::table& table, std::string_view source,
+                Options* options, FirstErrorInFile* errors) {
+  RetrySettings retry;
+  ApplyFields(table, "retry", "[retry]", RetryFields(), source, errors,
+              [&retry](std::string_view name, const FieldValue& value) {
+                SetRetryField(name, value, &retry);
+              });
+  CheckRetryDelays(retry, options->default_retry, table, "retry", source,
+                   errors);
+  options->default_retry = retry.Over(options->default_retry);
+}
+
+// Reads one [types.NAME] table into options->types[NAME], over what it
+// held.
+void ApplyType(std::string_view name, const toml::table& table,
+               std::string_view source, Options* options,
+               FirstErrorInFile* errors) {
+  std::string subject = "types." + KeyForMessage(name);
+  TypeSettings& type = options->types[std::string(name)];
+  ApplyFields(table, subject, "a [types.NAME] table", TypeFields(), source,
+              errors, [&type](std::string_view field, const FieldValue& value) {
+                SetTypeField(field, value, &type);
+              });
+  if (const toml::table* retry = table.get_as<toml::table>("retry")) {
+    CheckRetryDelays(type.retry, options->default_retry, *retry,
+                     subject + ".retry", source, errors);
+  }
+}
+
+// Reads one [groups.NAME] table into options->group_limits[NAME].
+void ApplyGroup(std::string_view name, const toml::table& table,
+                std::string_view source, Options* options,
+                FirstErrorInFile* errors) {
+  std::string subject = "groups." + KeyForMessage(name);
+  ApplyFields(table, subject, "a [groups.NAME] table", GroupFields(), source,
+              errors, [&](std::string_view, const FieldValue& value) {
+                options->group_limits[std::string(name)] =
+                    static_cast<uint32_t>(value.integer);
+              });
+}
+
+// Whether `section` is one of the tables of named things, or [retry].
+bool IsTableSection(std::string_view section) {
+  return section == "retry" || section == "types" || section == "groups";
+}
+
+// Applies a top-level [retry], or the [types.NAME] / [groups.NAME] tables
+// under `section` ("types" or "groups").
+void ApplyTableSection(std::string_view section, const toml::node& node,
+                       uint32_t line, std::string_view source, Options* options,
+                       FirstErrorInFile* errors) {
+  const toml::table* tables = node.as_table();
+  if (tables == nullptr) {
+    std::string shape = section == "retry"
+                            ? "a [retry] table"
+                            : "[" + std::string(section) + ".NAME] tables";
+    errors->Add(line, ConfigError(source, section,
+                                  "expected " + shape + ", got " +
+                                      DescribeTomlValue(node),
+                                  line));
+    return;
+  }
+  if (section == "retry") {
+    ApplyRetry(*tables, source, options, errors);
+    return;
+  }
+  for (const auto& [name, entry] : *tables) {
+    std::string subject =
+        std::string(section) + "." + KeyForMessage(name.str());
+    if (const toml::table* table = entry.as_table()) {
+      if (section == "types") {
+        ApplyType(name.str(), *table, source, options, errors);
+      } else {
+        ApplyGroup(name.str(), *table, source, options, errors);
+      }
+    } else {
+      uint32_t entry_line = LineOf(name.source());
+      errors->Add(entry_line,
+                  ConfigError(source, subject,
+                              "expected a table [" + subject + "], got " +
+                                  DescribeTomlValue(entry),
+                              entry_line));
+    }
+  }
+}
+
+// Applies an override of a [retry], [types.NAME] or [groups.NAME] key:
+// `rest` is what follows "section." ("attempts", "email.retry.attempts",
+// "http.post.concurrency"; a type or group name may hold dots, the key is
+// matched at the end).
+Status ApplyTableOverride(std::string_view section, std::string_view rest,
+                          std::string_view text, Options* options) {
+  const std::vector<TableField>& fields = section == "retry"   ? RetryFields()
+                                          : section == "types" ? TypeFields()
+                                                               : GroupFields();
+  const TableField* field = nullptr;
+  std::string_view name;
+  if (section == "retry") {
+    field = FindField(fields, rest);
+  } else {
+    for (const TableField& f : fields) {
+      if (rest.size() > f.name.size() + 1 &&
+          rest.substr(rest.size() - f.name.size()) == f.name &&
+          rest[rest.size() - f.name.size() - 1] == '.') {
+        field = &f;
+        name = rest.substr(0, rest.size() - f.name.size() - 1);
+      }
+    }
+  }
+  if (field == nullptr) {
+    std::string table = section == "retry"
+                            ? "[retry]"
+                            : "a [" + std::string(section) + ".NAME] table";
+    return ConfigError(kOverrideSource, KeyForMessage(section, rest),
+                       FieldList(table, fields), 0);
+  }
+  std::string subject = std::string(section) + ".";
+  if (section != "retry") subject += KeyForMessage(name) + ".";
+  subject += std::string(field->name);
+  Result<FieldValue> value = CheckFieldText(*field, text);
+  if (!value.ok()) {
+    return ConfigError(kOverrideSource, subject, value.status().message(), 0);
+  }
+  if (section == "retry") {
+    RetrySettings retry;
+    SetRetryField(field->name, *value, &retry);
+    options->default_retry = retry.Over(options->default_retry);
+  } else if (section == "types") {
+    SetTypeField(field->name, *value, &options->types[std::string(name)]);
+  } else {
+    options->group_limits[std::string(name)] =
+        static_cast<uint32_t>(value->integer);
+  }
+  return Status::OK();
+}
+
 // Applies a whole parsed file to *options. On error *options may be partly
 // updated; the caller works on a copy.
 Status ApplyTable(const toml::table& root, std::string_view source,
@@ -825,6 +1309,10 @@ Status ApplyTable(const toml::table& root, std::string_view source,
     uint32_t line = LineOf(key.source());
     if (app_names != nullptr && std::find(app_names->begin(), app_names->end(),
                                           name) != app_names->end()) {
+      continue;
+    }
+    if (IsTableSection(name)) {
+      ApplyTableSection(name, node, line, source, options, &errors);
       continue;
     }
     if (name == "periodic") {
@@ -939,6 +1427,9 @@ Status ApplyOverrideInPlace(std::string_view assignment, Options* options) {
   std::string_view name = assignment.substr(dot + 1, equals - dot - 1);
   std::string_view text = assignment.substr(equals + 1);
   std::string full_name = KeyForMessage(section, name);
+  if (IsTableSection(section)) {
+    return ApplyTableOverride(section, name, text, options);
+  }
 
   const KeySpec* spec = FindKey(section, name);
   if (spec == nullptr) {
@@ -1019,6 +1510,142 @@ FlagValue MatchValueFlag(std::string_view flag, int argc, char** argv, int* i) {
   return result;  // E.g. "--configuration" is some other flag.
 }
 
+// A double as TOML writes it: the shortest text that reads back the same,
+// with a point so that it stays a float.
+std::string RenderFraction(double value) {
+  char buffer[64];
+  auto [end, error] = std::to_chars(buffer, buffer + sizeof(buffer), value);
+  std::string text(buffer, error == std::errc() ? end : buffer);
+  if (text.find_first_of(".en") == std::string::npos) text += ".0";
+  return text;
+}
+
+std::string RenderMillis(Duration d) {
+  return std::to_string(
+      std::chrono::duration_cast<std::chrono::milliseconds>(d).count());
+}
+
+std::string RenderNames(const std::vector<std::string>& names) {
+  std::string out = "[";
+  for (size_t i = 0; i < names.size(); ++i) {
+    out += (i > 0 ? ", " : "") + QuoteTomlString(names[i]);
+  }
+  return out + "]";
+}
+
+// The five retry keys of `policy`, each as "key = value". `given` says
+// which fields the table itself gives; the others are written as comments
+// naming where their value comes from (`inherited`), so that the output
+// reads back to the same given fields.
+std::string RenderRetry(const RetryPolicy& policy, const RetrySettings& given,
+                        std::string_view inherited) {
+  auto line = [&](bool is_given, const char* key, const std::string& value) {
+    std::string text = std::string(key) + " = " + value;
+    if (is_given) return text + "\n";
+    return "# " + text + "  (" + std::string(inherited) + ")\n";
+  };
+  return line(given.kind.has_value(), "policy",
+              QuoteTomlString(PolicyName(policy.kind))) +
+         line(given.max_attempts.has_value(), "attempts",
+              std::to_string(policy.max_attempts)) +
+         line(given.initial_delay.has_value(), "base_ms",
+              RenderMillis(policy.initial_delay)) +
+         line(given.max_delay.has_value(), "max_ms",
+              RenderMillis(policy.max_delay)) +
+         line(given.jitter.has_value(), "jitter",
+              RenderFraction(policy.jitter));
+}
+
+// The [retry] section: every key, each with where its value came from.
+std::string DescribeDefaultRetry(const Options& options) {
+  const RetryPolicy& retry = options.default_retry;
+  const RetryPolicy kBuiltIn;
+  auto source = [](bool is_default) {
+    return is_default ? "# Source: the built-in default.\n"
+                      : "# Source: the config (file or --set).\n";
+  };
+  std::string out =
+      "\n[retry]\n"
+      "# The retry policy of task types whose handler sets none in code; a\n"
+      "# type's [types.NAME.retry] changes only the fields it gives.\n";
+  out +=
+      "# The policy's kind. Expected: one of \"none\", \"fixed\", "
+      "\"exponential\".\n";
+  out += source(retry.kind == kBuiltIn.kind);
+  out += "policy = " + QuoteTomlString(PolicyName(retry.kind)) + "\n";
+  out +=
+      "# Attempts in all, the first included. Expected: an integer in "
+      "[1, 1000000].\n";
+  out += source(retry.max_attempts == kBuiltIn.max_attempts);
+  out += "attempts = " + std::to_string(retry.max_attempts) + "\n";
+  out += "# The first retry's delay, in ms. Expected: 0 to max_ms.\n";
+  out += source(retry.initial_delay == kBuiltIn.initial_delay);
+  out += "base_ms = " + RenderMillis(retry.initial_delay) + "\n";
+  out += "# The cap on any delay, in ms. Expected: base_ms to " +
+         std::to_string(kMaxDelayMs) + " (365 days).\n";
+  out += source(retry.max_delay == kBuiltIn.max_delay);
+  out += "max_ms = " + RenderMillis(retry.max_delay) + "\n";
+  out +=
+      "# Random spread of exponential delays. Expected: a number in "
+      "[0, 1].\n";
+  out += source(retry.jitter == kBuiltIn.jitter);
+  out += "jitter = " + RenderFraction(retry.jitter) + "\n";
+  return out;
+}
+
+// One [types.NAME] table: the fields the config gives, and for the others
+// what a handler gets when its code sets none either.
+std::string DescribeType(const std::string& name, const TypeSettings& type,
+                         const Options& options) {
+  std::string table = "types." + QuoteTomlString(name);
+  std::string out = "\n[" + table + "]\n";
+  out +=
+      "# What handlers of this type get for each HandlerOptions field their "
+      "code\n# leaves unset; a field set in code wins.\n";
+  auto unset = [](const char* key, const char* fallback) {
+    return "# " + std::string(key) + ": not set here; " + fallback + "\n";
+  };
+  if (type.max_concurrent) {
+    out += "concurrency = " + std::to_string(*type.max_concurrent) + "\n";
+  } else {
+    out += unset("concurrency", "default 0 (no limit)");
+  }
+  if (type.timeout) {
+    out += "timeout_ms = " + RenderMillis(*type.timeout) + "\n";
+  } else {
+    out += unset("timeout_ms", "default 0 (none)");
+  }
+  if (type.requires_gates) {
+    out += "gates = " + RenderNames(*type.requires_gates) + "\n";
+  } else {
+    out += unset("gates", "default none");
+  }
+  if (type.rate_limit_count) {
+    out += "\n[" + table + ".rate_limit]\n";
+    out += "count = " + std::to_string(*type.rate_limit_count) + "\n";
+    out += "period_ms = " + RenderMillis(type.rate_limit_period) + "\n";
+  } else {
+    out += unset("rate_limit", "default no limit");
+  }
+  out += "\n[" + table + ".retry]\n";
+  out += RenderRetry(type.retry.Over(options.default_retry), type.retry,
+                     "from [retry]");
+  return out;
+}
+
+// Every [groups.NAME] table.
+std::string DescribeGroups(const Options& options) {
+  std::string out;
+  for (const auto& [group, limit] : options.group_limits) {
+    out += "\n[groups." + QuoteTomlString(group) + "]\n";
+    out +=
+        "# Over runtime.group_concurrency; Runtime::SetGroupConcurrency "
+        "wins over it.\n";
+    out += "concurrency = " + std::to_string(limit) + "\n";
+  }
+  return out;
+}
+
 }  // namespace
 
 Status ParseOptions(std::string_view toml_text, std::string_view source_name,
@@ -1054,7 +1681,8 @@ Status ParseOptions(std::string_view toml_text, std::string_view source_name,
                     const std::vector<std::string>& overrides, Options* options,
                     AppSections* app) {
   for (const std::string& name : app->names) {
-    if (IsKnownSection(name) || name == "periodic" || name.empty()) {
+    if (IsKnownSection(name) || IsTableSection(name) || name == "periodic" ||
+        name.empty()) {
       return Status::InvalidArgument(
           "AppSections: \"" + name +
           "\" is one of spool's own sections; an application owns only "
@@ -1116,6 +1744,11 @@ std::string DescribeOptions(const Options& options) {
            ".\n";
     out += std::string(spec.name) + " = " + spec.render(options) + "\n";
   }
+  out += DescribeDefaultRetry(options);
+  for (const auto& [name, type] : options.types) {
+    out += DescribeType(name, type, options);
+  }
+  out += DescribeGroups(options);
   for (const PeriodicTask& periodic : options.periodic) {
     out += "\n[periodic." + QuoteTomlString(periodic.name) + "]\n";
     out += "schedule = " + QuoteTomlString(periodic.schedule) + "\n";

@@ -2,6 +2,7 @@
 #include <chrono>
 #include <cstdint>
 #include <fstream>
+#include <map>
 #include <random>
 #include <set>
 #include <sstream>
@@ -70,6 +71,15 @@ void ExpectSameOptions(const Options& actual, const Options& expected) {
   EXPECT_EQ(actual.log_level, expected.log_level);
   EXPECT_EQ(actual.max_result_bytes, expected.max_result_bytes);
   EXPECT_EQ(actual.max_snoozes, expected.max_snoozes);
+  EXPECT_EQ(actual.default_retry.kind, expected.default_retry.kind);
+  EXPECT_EQ(actual.default_retry.max_attempts,
+            expected.default_retry.max_attempts);
+  EXPECT_EQ(actual.default_retry.initial_delay,
+            expected.default_retry.initial_delay);
+  EXPECT_EQ(actual.default_retry.max_delay, expected.default_retry.max_delay);
+  EXPECT_EQ(actual.default_retry.jitter, expected.default_retry.jitter);
+  EXPECT_EQ(actual.types.size(), expected.types.size());
+  EXPECT_EQ(actual.group_limits, expected.group_limits);
 }
 
 // Parses `text` on top of valid options, so that only the text can fail.
@@ -157,7 +167,7 @@ TEST(ShippedConfigTest, DocumentsEveryKeyAndItsDefault) {
     EXPECT_THAT(line.comment, HasSubstr("Allowed: "))
         << "the comment above " << line.key << " must state what it allows";
   }
-  EXPECT_EQ(keys.size(), 21u);
+  EXPECT_EQ(keys.size(), 26u);
 }
 
 // A key added to the registry must also be documented in spool.toml.
@@ -165,7 +175,7 @@ TEST(ShippedConfigTest, SetsEveryKeyTheRegistryKnows) {
   std::set<std::string> documented = KeysIn(ReadText(ShippedConfigPath()));
   std::set<std::string> known = KeysIn(DescribeOptions(Options()));
   EXPECT_EQ(documented, known);
-  EXPECT_EQ(known.size(), 21u);
+  EXPECT_EQ(known.size(), 26u);
 }
 
 // ---------------------------------------------------------------------------
@@ -784,7 +794,7 @@ TEST(OverrideTest, EveryIntegerRangeAgreesWithValidate) {
     }
     ++checked;
   }
-  EXPECT_EQ(checked, 15);
+  EXPECT_EQ(checked, 16);
 }
 
 // ---------------------------------------------------------------------------
@@ -1076,6 +1086,319 @@ TEST(PeriodicConfigTest, BadTablesNameTheKeyAndTheReason) {
   s = ParseOptions("[periodic.x]\nschedule = \"0 0 30 2 *\"\ntype = \"t\"\n",
                    "test.toml", {}, &options);
   EXPECT_NE(s.message().find("never fires"), std::string::npos) << s.ToString();
+}
+
+}  // namespace
+}  // namespace spool
+
+namespace spool {
+namespace {
+
+// ---------------------------------------------------------------------------
+// [retry], [types.NAME] and [groups.NAME] (issue 15).
+
+constexpr char kTypesText[] = R"(
+[retry]
+policy = "fixed"
+attempts = 5
+base_ms = 2000
+
+[types.email]
+concurrency = 3
+timeout_ms = 1500
+gates = ["smtp", "dns"]
+
+[types.email.rate_limit]
+count = 10
+period_ms = 60000
+
+[types.email.retry]
+attempts = 7
+
+[types."http.post"]
+retry = { policy = "exponential", jitter = 0.25, max_ms = 9000 }
+
+[groups.customer-42]
+concurrency = 1
+
+[groups.bulk]
+concurrency = 0
+)";
+
+TEST(PerTypeConfigTest, TablesSetEveryPerTypeRetryAndGroupKey) {
+  Options options;
+  Status s = Parse(kTypesText, &options);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(options.default_retry.kind, RetryPolicy::Kind::kFixed);
+  EXPECT_EQ(options.default_retry.max_attempts, 5u);
+  EXPECT_EQ(options.default_retry.initial_delay, std::chrono::seconds(2));
+  EXPECT_EQ(options.default_retry.max_delay, std::chrono::hours(1));
+
+  ASSERT_EQ(options.types.size(), 2u);
+  const TypeSettings& email = options.types.at("email");
+  EXPECT_EQ(email.max_concurrent, 3u);
+  EXPECT_EQ(email.timeout, std::chrono::milliseconds(1500));
+  EXPECT_EQ(email.requires_gates, (std::vector<std::string>{"smtp", "dns"}));
+  EXPECT_EQ(email.rate_limit_count, 10u);
+  EXPECT_EQ(email.rate_limit_period, std::chrono::minutes(1));
+  EXPECT_EQ(email.retry.max_attempts, 7u);
+  EXPECT_FALSE(email.retry.kind.has_value());
+  // The type's retry goes over [retry], field by field.
+  RetryPolicy email_retry = options.RetryPolicyFor("email");
+  EXPECT_EQ(email_retry.kind, RetryPolicy::Kind::kFixed);
+  EXPECT_EQ(email_retry.max_attempts, 7u);
+  EXPECT_EQ(email_retry.initial_delay, std::chrono::seconds(2));
+
+  const TypeSettings& post = options.types.at("http.post");
+  EXPECT_FALSE(post.max_concurrent.has_value());
+  EXPECT_FALSE(post.timeout.has_value());
+  EXPECT_FALSE(post.requires_gates.has_value());
+  EXPECT_FALSE(post.rate_limit_count.has_value());
+  RetryPolicy post_retry = options.RetryPolicyFor("http.post");
+  EXPECT_EQ(post_retry.kind, RetryPolicy::Kind::kExponential);
+  EXPECT_EQ(post_retry.max_attempts, 5u);
+  EXPECT_EQ(post_retry.max_delay, std::chrono::seconds(9));
+  EXPECT_DOUBLE_EQ(post_retry.jitter, 0.25);
+  // A type without a table gets [retry] itself.
+  EXPECT_EQ(options.RetryPolicyFor("other").max_attempts, 5u);
+
+  EXPECT_EQ(options.group_limits,
+            (std::map<std::string, uint32_t>{{"bulk", 0}, {"customer-42", 1}}));
+}
+
+TEST(PerTypeConfigTest, NoTablesLeaveTheBuiltInDefaults) {
+  Options options;
+  ASSERT_TRUE(Parse("[runtime]\nworkers = 2\n", &options).ok());
+  EXPECT_TRUE(options.types.empty());
+  EXPECT_TRUE(options.group_limits.empty());
+  RetryPolicy builtin;
+  EXPECT_EQ(options.default_retry.kind, builtin.kind);
+  EXPECT_EQ(options.default_retry.max_attempts, builtin.max_attempts);
+  EXPECT_EQ(options.default_retry.initial_delay, builtin.initial_delay);
+  EXPECT_EQ(options.default_retry.max_delay, builtin.max_delay);
+  EXPECT_EQ(options.default_retry.jitter, builtin.jitter);
+}
+
+// Every bad input is refused with the file, the key, the reason and the
+// line.
+TEST(PerTypeConfigTest, BadInputNamesFileKeyReasonAndLine) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"[types.email]\nconcurency = 3\n",
+       "config/spool.toml: types.email.concurency: unknown key; a "
+       "[types.NAME] table takes concurrency, timeout_ms, rate_limit.count, "
+       "rate_limit.period_ms, gates, retry.policy, retry.attempts, "
+       "retry.base_ms, retry.max_ms and retry.jitter (line 2)"},
+      {"[types.email]\nconcurrency = \"3\"\n",
+       "config/spool.toml: types.email.concurrency: expected an integer in "
+       "[0, 1000000], got \"3\" (line 2)"},
+      {"[types.email]\nconcurrency = 1_000_001\n",
+       "types.email.concurrency: expected an integer in [0, 1000000], got "
+       "1000001 (line 2)"},
+      {"[types.email]\ntimeout_ms = -1\n",
+       "types.email.timeout_ms: expected an integer in [0, 31536000000], got "
+       "-1 (line 2)"},
+      {"[types.email]\ntimeout_ms = 1.5\n",
+       "types.email.timeout_ms: expected an integer in [0, 31536000000], got "
+       "1.5 (a float) (line 2)"},
+      {"[types.email]\ngates = \"smtp\"\n",
+       "types.email.gates: expected an array of non-empty strings, got "
+       "\"smtp\" (line 2)"},
+      {"[types.email]\ngates = [\"smtp\", \"\"]\n",
+       "types.email.gates: expected an array of non-empty strings, got an "
+       "element \"\" (line 2)"},
+      {"[types.email]\nrate_limit = 5\n",
+       "types.email.rate_limit: expected a table, got 5 (line 2)"},
+      {"[types.email.rate_limit]\ncount = 5\nperiod_ms = 0\n",
+       "types.email.rate_limit.period_ms: expected an integer in [1, "
+       "86400000], got 0 (line 3)"},
+      {"[types.email.rate_limit]\nburst = 5\n",
+       "types.email.rate_limit.burst: unknown key; a [types.NAME] table takes"},
+      {"[types.email.retry]\npolicy = \"linear\"\n",
+       "types.email.retry.policy: expected one of \"none\", \"fixed\", "
+       "\"exponential\", got \"linear\" (line 2)"},
+      {"[types.email.retry]\nattempts = 0\n",
+       "types.email.retry.attempts: expected an integer in [1, 1000000], got "
+       "0 (line 2)"},
+      {"[types.email.retry]\njitter = 1.5\n",
+       "types.email.retry.jitter: expected a number in [0, 1], got 1.5 (a "
+       "float) (line 2)"},
+      {"[types.email.retry]\nmax_ms = 500\n",
+       "types.email.retry.max_ms: max_ms (500) must not be below base_ms "
+       "(1000) (line 2)"},
+      {"[types.email.retry.x]\nattempts = 1\n",
+       "types.email.retry.x: unknown key"},
+      {"types = 5\n", "types: expected [types.NAME] tables, got 5 (line 1)"},
+      {"[types]\nemail = 3\n",
+       "types.email: expected a table [types.email], got 3 (line 2)"},
+      {"[retry]\ntries = 4\n",
+       "config/spool.toml: retry.tries: unknown key; [retry] takes policy, "
+       "attempts, base_ms, max_ms and jitter (line 2)"},
+      {"[retry]\nbase_ms = 7200000\n",
+       "retry.base_ms: max_ms (3600000) must not be below base_ms (7200000) "
+       "(line 2)"},
+      {"retry = \"none\"\n",
+       "retry: expected a [retry] table, got \"none\" (line 1)"},
+      {"[groups.bulk]\nconcurrency = -1\n",
+       "groups.bulk.concurrency: expected an integer in [0, 1000000], got -1 "
+       "(line 2)"},
+      {"[groups.bulk]\nlimit = 2\n",
+       "groups.bulk.limit: unknown key; a [groups.NAME] table takes "
+       "concurrency (line 2)"},
+      {"[typs.email]\nconcurrency = 3\n",
+       "typs: unknown section; did you mean [types]? (line 1)"},
+  };
+  for (const auto& [text, expected] : cases) {
+    EXPECT_THAT(ParseError(text), HasSubstr(expected)) << text;
+  }
+}
+
+// What only the whole Options can judge is refused by Validate, naming the
+// key.
+TEST(PerTypeConfigTest, ValidateNamesThePerTypeKey) {
+  Options options = DocumentedDefaults();
+  options.types["email"].retry.max_attempts = 0;
+  EXPECT_THAT(options.Validate().ToString(),
+              HasSubstr("types.email.retry.attempts must be in [1, 1000000], "
+                        "got 0"));
+  options = DocumentedDefaults();
+  options.default_retry.jitter = 2;
+  EXPECT_THAT(options.Validate().ToString(),
+              HasSubstr("retry.jitter must be in [0, 1], got 2"));
+  options = DocumentedDefaults();
+  options.types[std::string(200, 't')].max_concurrent = 1;
+  EXPECT_THAT(options.Validate().ToString(),
+              HasSubstr("the type name is 200 bytes; storage.max_type_bytes "
+                        "is 128"));
+  options = DocumentedDefaults();
+  options.types["email"].rate_limit_period = Duration(0);
+  EXPECT_THAT(options.Validate().ToString(),
+              HasSubstr("types.email.rate_limit.period_ms must be in [1, "
+                        "86400000], got 0"));
+  options = DocumentedDefaults();
+  options.group_limits[""] = 1;
+  EXPECT_THAT(options.Validate().ToString(),
+              HasSubstr("groups: a group name must not be empty"));
+  options = DocumentedDefaults();
+  options.group_limits["g"] = 2'000'000;
+  EXPECT_THAT(options.Validate().ToString(),
+              HasSubstr("groups.g.concurrency must be in [0, 1000000]"));
+  // A long type name in a file is refused with the file's name.
+  EXPECT_THAT(
+      ParseError("[types." + std::string(200, 't') + "]\nconcurrency = 1\n"),
+      HasSubstr("config/spool.toml: types.ttt"));
+}
+
+TEST(PerTypeConfigTest, OverridesSetTheSameKeysAndWinOverTheFile) {
+  Options options;
+  Status s = Parse(kTypesText, &options,
+                   {"types.email.concurrency=5", "types.http.post.timeout_ms=7",
+                    "types.email.gates=net", "types.new.retry.jitter=0.5",
+                    "types.new.rate_limit.count=3", "retry.attempts=9",
+                    "groups.a.b.concurrency=2"});
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(options.types.at("email").max_concurrent, 5u);
+  EXPECT_EQ(options.types.at("email").requires_gates,
+            (std::vector<std::string>{"net"}));
+  EXPECT_EQ(options.types.at("http.post").timeout,
+            std::chrono::milliseconds(7));
+  EXPECT_EQ(options.types.at("new").retry.jitter, 0.5);
+  EXPECT_EQ(options.types.at("new").rate_limit_count, 3u);
+  EXPECT_EQ(options.default_retry.max_attempts, 9u);
+  EXPECT_EQ(options.group_limits.at("a.b"), 2u);
+
+  EXPECT_EQ(OverrideError("types.email.speed=1"),
+            "InvalidArgument: override: types.\"email.speed\": unknown key; a "
+            "[types.NAME] table takes concurrency, timeout_ms, "
+            "rate_limit.count, rate_limit.period_ms, gates, retry.policy, "
+            "retry.attempts, retry.base_ms, retry.max_ms and retry.jitter");
+  EXPECT_EQ(OverrideError("retry.jitter=2"),
+            "InvalidArgument: override: retry.jitter: expected a number in "
+            "[0, 1], got \"2\"");
+  EXPECT_THAT(OverrideError("types.email.retry.policy=linear"),
+              HasSubstr("types.email.retry.policy: expected one of"));
+  EXPECT_THAT(OverrideError("types.email.gates=a,,b"),
+              HasSubstr("types.email.gates: expected an array of non-empty "
+                        "strings, got \"a,,b\""));
+  EXPECT_THAT(OverrideError("groups.bulk.concurrency=x"),
+              HasSubstr("groups.bulk.concurrency: expected an integer in [0, "
+                        "1000000], got \"x\""));
+  EXPECT_THAT(OverrideError("types.concurrency=1"),
+              HasSubstr("types.concurrency: unknown key"));
+  // A failed override changes nothing.
+  Options unchanged = DocumentedDefaults();
+  EXPECT_FALSE(ApplyOverride("types.email.concurrency=-1", &unchanged).ok());
+  EXPECT_TRUE(unchanged.types.empty());
+}
+
+bool SameRetry(const RetryPolicy& a, const RetryPolicy& b) {
+  return a.kind == b.kind && a.max_attempts == b.max_attempts &&
+         a.initial_delay == b.initial_delay && a.max_delay == b.max_delay &&
+         a.jitter == b.jitter;
+}
+
+bool SameRetrySettings(const RetrySettings& a, const RetrySettings& b) {
+  return a.kind == b.kind && a.max_attempts == b.max_attempts &&
+         a.initial_delay == b.initial_delay && a.max_delay == b.max_delay &&
+         a.jitter == b.jitter;
+}
+
+bool SameTypes(const std::map<std::string, TypeSettings>& a,
+               const std::map<std::string, TypeSettings>& b) {
+  if (a.size() != b.size()) return false;
+  for (const auto& [name, type] : a) {
+    auto it = b.find(name);
+    if (it == b.end()) return false;
+    const TypeSettings& other = it->second;
+    if (type.max_concurrent != other.max_concurrent ||
+        type.timeout != other.timeout ||
+        type.requires_gates != other.requires_gates ||
+        type.rate_limit_count != other.rate_limit_count ||
+        (type.rate_limit_count &&
+         type.rate_limit_period != other.rate_limit_period) ||
+        !SameRetrySettings(type.retry, other.retry)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+TEST(PerTypeConfigTest,
+     PrintConfigShowsEffectiveValuesAndSourcesAndRoundTrips) {
+  Options options;
+  ASSERT_TRUE(Parse(kTypesText, &options).ok());
+  std::string text = DescribeOptions(options);
+  EXPECT_THAT(text, HasSubstr("[retry]\n"));
+  EXPECT_THAT(text, HasSubstr("# Source: the config (file or --set).\n"
+                              "attempts = 5\n"));
+  EXPECT_THAT(text, HasSubstr("# Source: the built-in default.\n"
+                              "max_ms = 3600000\n"));
+  EXPECT_THAT(text, HasSubstr("jitter = 0.0\n"));
+  EXPECT_THAT(text, HasSubstr("[types.\"email\"]\n# What handlers of this "
+                              "type get for each HandlerOptions field their "
+                              "code\n# leaves unset; a field set in code "
+                              "wins.\nconcurrency = 3\ntimeout_ms = 1500\n"
+                              "gates = [\"smtp\", \"dns\"]\n"));
+  EXPECT_THAT(text, HasSubstr("[types.\"email\".rate_limit]\ncount = 10\n"
+                              "period_ms = 60000\n"));
+  // The effective retry policy: the table's own fields as keys, the rest
+  // shown with where they come from.
+  EXPECT_THAT(text, HasSubstr("[types.\"email\".retry]\n"
+                              "# policy = \"fixed\"  (from [retry])\n"
+                              "attempts = 7\n"
+                              "# base_ms = 2000  (from [retry])\n"));
+  EXPECT_THAT(text, HasSubstr("[types.\"http.post\"]\n"));
+  EXPECT_THAT(text, HasSubstr("# concurrency: not set here; default 0 (no "
+                              "limit)\n"));
+  EXPECT_THAT(text, HasSubstr("jitter = 0.25\n"));
+  EXPECT_THAT(text, HasSubstr("[groups.\"customer-42\"]\n"));
+
+  Options again;
+  Status s = ParseOptions(text, "<describe>", {}, &again);
+  ASSERT_TRUE(s.ok()) << s.ToString() << "\n" << text;
+  EXPECT_TRUE(SameRetry(again.default_retry, options.default_retry));
+  EXPECT_TRUE(SameTypes(again.types, options.types)) << text;
+  EXPECT_EQ(again.group_limits, options.group_limits);
+  EXPECT_EQ(DescribeOptions(again), text);
 }
 
 }  // namespace

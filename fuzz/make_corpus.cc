@@ -604,6 +604,18 @@ void WriteConfig(CorpusWriter* out, const fs::path& source_dir) {
              "[storage]\npath = \"q\"\n\n%%\nruntime.workers=+1_0\n"
              "storage.path=/tmp/x y\nlog.level=debug\nwriter.max_batch=0\n"
              "runtime.readers\nnope=1\n");
+  out->Write(t, "types-groups-retry",
+             "[storage]\npath = \"q\"\n[retry]\npolicy = \"fixed\"\n"
+             "attempts = 5\nbase_ms = 2000\n[types.email]\nconcurrency = 3\n"
+             "timeout_ms = 1500\ngates = [\"smtp\"]\n"
+             "[types.email.rate_limit]\ncount = 10\nperiod_ms = 60000\n"
+             "[types.email.retry]\nattempts = 7\njitter = 0.25\n"
+             "[types.\"http.post\"]\nretry = { policy = \"none\" }\n"
+             "[groups.bulk]\nconcurrency = 0\n\n%%\n"
+             "types.email.concurrency=5\ntypes.a.b.retry.max_ms=9000\n"
+             "retry.jitter=0.5\ngroups.x.concurrency=2\n"
+             "types.email.gates=a,b\ntypes.email.speed=1\n"
+             "retry.base_ms=99999999999\n");
   out->Write(
       t, "command-line",
       "--config\nspool.toml\n--set\nruntime.workers=8\n--set=log.level=info\n"

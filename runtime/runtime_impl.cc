@@ -50,6 +50,27 @@ void Abandon(std::unique_ptr<caf::actor_system> system,
   abandoned->emplace_back(system.release(), config.release());
 }
 
+// What RegisterHandler refuses in HandlerOptions, naming the field.
+Status ValidateHandlerOptions(const HandlerOptions& options) {
+  if (options.retry) {
+    Status s = options.retry->Validate();
+    if (!s.ok()) return s.WithContext("HandlerOptions::retry");
+  }
+  if (options.timeout &&
+      (*options.timeout < Duration(0) || *options.timeout > kMaxDelay)) {
+    return Status::InvalidArgument(
+        "HandlerOptions::timeout must be between 0 and 365 days, got " +
+        std::to_string(options.timeout->count()) + " us");
+  }
+  if (options.rate_limit && options.rate_limit->count != 0 &&
+      options.rate_limit->period <= Duration(0)) {
+    return Status::InvalidArgument(
+        "HandlerOptions::rate_limit.period must be > 0, got " +
+        std::to_string(options.rate_limit->period.count()) + " us");
+  }
+  return Status::OK();
+}
+
 }  // namespace
 
 Status Runtime::Open(const Options& options,
@@ -320,6 +341,11 @@ void RuntimeImpl::StartScheduler(actors::RecoveryResult recovered) {
   scheduler_config.clock = clock_;
   scheduler_config.recovered = std::move(recovered);
   scheduler_config.group_concurrency = options_.group_concurrency;
+  for (const auto& [group, limit] : options_.group_limits) {
+    // The scheduler knows groups in their stored form (a tag when
+    // encrypted), as SetGroupConcurrency tells it.
+    scheduler_config.group_limits[store_->StoredGroup(group)] = limit;
+  }
   scheduler_config.progress = progress_;
   scheduler_config.allocate_id = [this] { return next_id_.fetch_add(1); };
   scheduler_config.pool = pool_;
@@ -377,6 +403,38 @@ void RuntimeImpl::ResetStartLog() {
   }
 }
 
+HandlerOptions RuntimeImpl::ResolveHandlerOptions(const std::string& type,
+                                                  HandlerOptions code) const {
+  static const TypeSettings kNone;
+  auto it = options_.types.find(type);
+  const TypeSettings& file = it != options_.types.end() ? it->second : kNone;
+  if (!code.retry) code.retry = options_.RetryPolicyFor(type);
+  if (!code.timeout) code.timeout = file.timeout.value_or(Duration(0));
+  if (!code.max_concurrent)
+    code.max_concurrent = file.max_concurrent.value_or(0);
+  if (!code.rate_limit) {
+    code.rate_limit = file.rate_limit_count ? RateLimit{*file.rate_limit_count,
+                                                        file.rate_limit_period}
+                                            : RateLimit{};
+  }
+  if (!code.requires_gates) {
+    code.requires_gates =
+        file.requires_gates.value_or(std::vector<std::string>{});
+  }
+  return code;
+}
+
+void RuntimeImpl::WarnOfTypesWithoutHandlers(
+    const actors::HandlerRegistry& registry) const {
+  for (const auto& [type, settings] : options_.types) {
+    if (registry.count(type) != 0) continue;
+    Logger()->warn(
+        "the config's [types.{}] names a task type with no handler: its "
+        "settings apply to nothing (a misspelt type?)",
+        type);
+  }
+}
+
 Status RuntimeImpl::RegisterHandler(std::string_view type, Handler handler,
                                     HandlerOptions options) {
   CallGuard guard(this);
@@ -393,10 +451,11 @@ Status RuntimeImpl::RegisterHandler(std::string_view type, Handler handler,
     return Status::InvalidArgument("the handler for task type '" +
                                    std::string(type) + "' is empty");
   }
-  Status s = options.retry.Validate();
+  Status s = ValidateHandlerOptions(options);
   if (!s.ok()) {
     return s.WithContext("handler for task type '" + std::string(type) + "'");
   }
+  options = ResolveHandlerOptions(std::string(type), std::move(options));
   std::lock_guard<std::mutex> lock(registry_mutex_);
   if (started_) {
     return Status::FailedPrecondition(
@@ -428,10 +487,12 @@ Status RuntimeImpl::Start() {
   actors::DispatchConfig dispatch;
   for (const auto& [type, entry] : *registry) {
     metrics_->Slot(type);  // so that its figures appear from the start
-    dispatch.types[type] = actors::TypePolicy{entry.options.max_concurrent,
-                                              entry.options.rate_limit,
-                                              entry.options.requires_gates};
+    dispatch.types[type] = actors::TypePolicy{
+        entry.options.max_concurrent.value_or(0),
+        entry.options.rate_limit.value_or(RateLimit{}),
+        entry.options.requires_gates.value_or(std::vector<std::string>{})};
   }
+  WarnOfTypesWithoutHandlers(*registry);
   int64_t now = clock_->Now().time_since_epoch().count();
   for (PeriodicTask& periodic : periodic_) {
     Result<actors::NewTask> task =
@@ -500,14 +561,16 @@ Result<actors::NewTask> RuntimeImpl::Prepare(TaskSpec& task,
   }
   EnqueueOptions& options = task.options;
   const HandlerOptions& defaults = handler->second.options;
-  RetryPolicy retry = options.retry ? *options.retry : defaults.retry;
+  RetryPolicy retry =
+      options.retry ? *options.retry : defaults.retry.value_or(RetryPolicy{});
   Status s = retry.Validate();
   if (!s.ok()) return s.WithContext(what);
   if (options.delay < Duration(0) || options.delay > kMaxDelay) {
     return invalid("delay must be between 0 and 365 days, got " +
                    std::to_string(options.delay.count()) + " us");
   }
-  Duration timeout = options.timeout ? *options.timeout : defaults.timeout;
+  Duration timeout = options.timeout ? *options.timeout
+                                     : defaults.timeout.value_or(Duration(0));
   if (timeout < Duration(0) || timeout > kMaxDelay) {
     return invalid("timeout must be between 0 and 365 days, got " +
                    std::to_string(timeout.count()) + " us");

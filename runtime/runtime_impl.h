@@ -166,6 +166,15 @@ class RuntimeImpl final : public Runtime {
   // interrupted claim.
   void OpenStartLog();
   void ResetStartLog();
+  // `code` (RegisterHandler's HandlerOptions) with every optional field it
+  // leaves unset filled: from options_.types[type] when the config gives
+  // it, else the default. Code wins over the file, the file over defaults.
+  HandlerOptions ResolveHandlerOptions(const std::string& type,
+                                       HandlerOptions code) const;
+  // Logs a warning for each [types.NAME] of the config that no registered
+  // handler takes (at Start): a misspelt type would otherwise go unnoticed.
+  void WarnOfTypesWithoutHandlers(
+      const actors::HandlerRegistry& registry) const;
   // Checks a task and turns it into a writer command, without an id yet
   // (the writer assigns ids). `what` names it in errors ("task", "task 3 of
   // the batch" or "periodic task 'name'").

@@ -13,13 +13,21 @@
 namespace spool::http {
 namespace {
 
+// A [handlers.NAME] value left at its default leaves the field unset, so
+// that the type's [types.NAME] settings (spool::Options::types) apply; one
+// it gives is code to spool and wins over them.
 HandlerOptions OptionsOf(const HandlerSettings& settings,
                          bool attempt_timeout) {
   HandlerOptions options;
-  if (settings.max_attempts)
-    options.retry.max_attempts = *settings.max_attempts;
-  options.max_concurrent = settings.max_concurrent;
-  if (attempt_timeout) options.timeout = settings.timeout;
+  if (settings.max_attempts) {
+    RetryPolicy retry;
+    retry.max_attempts = *settings.max_attempts;
+    options.retry = retry;
+  }
+  if (settings.max_concurrent != 0)
+    options.max_concurrent = settings.max_concurrent;
+  if (attempt_timeout && settings.timeout.count() > 0)
+    options.timeout = settings.timeout;
   return options;
 }
 

@@ -72,6 +72,152 @@ const char* WriterFullName(WriterFull value) {
   return "invalid";
 }
 
+RetryPolicy RetrySettings::Over(RetryPolicy base) const {
+  if (kind) base.kind = *kind;
+  if (max_attempts) base.max_attempts = *max_attempts;
+  if (initial_delay) base.initial_delay = *initial_delay;
+  if (max_delay) base.max_delay = *max_delay;
+  if (jitter) base.jitter = *jitter;
+  return base;
+}
+
+bool RetrySettings::empty() const {
+  return !kind && !max_attempts && !initial_delay && !max_delay && !jitter;
+}
+
+RetryPolicy Options::RetryPolicyFor(const std::string& type) const {
+  auto it = types.find(type);
+  return it == types.end() ? default_retry
+                           : it->second.retry.Over(default_retry);
+}
+
+namespace {
+
+// The longest delay or timeout a config may set: a year, like RetryPolicy's
+// and EnqueueOptions' own caps (util/task.cc).
+constexpr int64_t kMaxDelayMs = int64_t{365} * 24 * 3600 * 1000;
+// The largest count a concurrency limit, attempt budget or rate may have.
+constexpr uint32_t kMaxCount = 1'000'000;
+
+std::string Milliseconds(Duration d) {
+  return std::to_string(
+      std::chrono::duration_cast<std::chrono::milliseconds>(d).count());
+}
+
+// A retry policy's fields, named as the config spells them under `prefix`
+// ("retry" or "types.NAME.retry").
+Status ValidateRetry(const RetryPolicy& retry, const std::string& prefix) {
+  auto bad = [&prefix](const std::string& what) {
+    return Status::InvalidArgument(prefix + "." + what);
+  };
+  if (retry.kind != RetryPolicy::Kind::kNone &&
+      retry.kind != RetryPolicy::Kind::kFixed &&
+      retry.kind != RetryPolicy::Kind::kExponential) {
+    return bad("policy is out of range");
+  }
+  if (retry.max_attempts < 1 || retry.max_attempts > kMaxCount) {
+    return bad("attempts must be in [1, 1000000], got " +
+               std::to_string(retry.max_attempts));
+  }
+  const Duration kMaxDelay = std::chrono::milliseconds(kMaxDelayMs);
+  if (retry.initial_delay < Duration(0) || retry.initial_delay > kMaxDelay) {
+    return bad("base_ms must be in [0, " + std::to_string(kMaxDelayMs) +
+               "], got " + Milliseconds(retry.initial_delay));
+  }
+  if (retry.max_delay < retry.initial_delay || retry.max_delay > kMaxDelay) {
+    return bad("max_ms must be in [base_ms (" +
+               Milliseconds(retry.initial_delay) + "), " +
+               std::to_string(kMaxDelayMs) + "], got " +
+               Milliseconds(retry.max_delay));
+  }
+  if (!(retry.jitter >= 0.0 && retry.jitter <= 1.0)) {
+    return bad("jitter must be in [0, 1], got " + std::to_string(retry.jitter));
+  }
+  return Status::OK();
+}
+
+// A type or group name as messages show it: cut to 64 bytes (at a UTF-8
+// character's start), so that a stray megabyte name is not echoed whole.
+std::string NameForMessage(const std::string& name) {
+  constexpr size_t kMaxBytes = 64;
+  if (name.size() <= kMaxBytes) return name;
+  size_t cut = kMaxBytes;
+  while (cut > 0 && (static_cast<unsigned char>(name[cut]) & 0xC0) == 0x80) {
+    --cut;
+  }
+  return name.substr(0, cut) + "...";
+}
+
+Status ValidateType(const std::string& type, const TypeSettings& settings,
+                    const Options& options) {
+  const std::string prefix = "types." + NameForMessage(type);
+  auto bad = [&prefix](const std::string& what) {
+    return Status::InvalidArgument(prefix + what);
+  };
+  if (type.empty()) return bad(": a task type name must not be empty");
+  if (type.size() > options.max_type_bytes) {
+    return bad(": the type name is " + std::to_string(type.size()) +
+               " bytes; storage.max_type_bytes is " +
+               std::to_string(options.max_type_bytes));
+  }
+  if (settings.max_concurrent && *settings.max_concurrent > kMaxCount) {
+    return bad(".concurrency must be in [0, 1000000], got " +
+               std::to_string(*settings.max_concurrent));
+  }
+  const Duration kMaxDelay = std::chrono::milliseconds(kMaxDelayMs);
+  if (settings.timeout &&
+      (*settings.timeout < Duration(0) || *settings.timeout > kMaxDelay)) {
+    return bad(".timeout_ms must be in [0, " + std::to_string(kMaxDelayMs) +
+               "], got " + Milliseconds(*settings.timeout));
+  }
+  if (settings.rate_limit_count && *settings.rate_limit_count > kMaxCount) {
+    return bad(".rate_limit.count must be in [0, 1000000], got " +
+               std::to_string(*settings.rate_limit_count));
+  }
+  if (settings.rate_limit_period < std::chrono::milliseconds(1) ||
+      settings.rate_limit_period > std::chrono::hours(24)) {
+    return bad(".rate_limit.period_ms must be in [1, 86400000], got " +
+               Milliseconds(settings.rate_limit_period));
+  }
+  if (settings.requires_gates) {
+    for (const std::string& gate : *settings.requires_gates) {
+      if (gate.empty()) return bad(".gates: a gate name must not be empty");
+    }
+  }
+  return ValidateRetry(settings.retry.Over(options.default_retry),
+                       prefix + ".retry");
+}
+
+// The longest group name, as Enqueue allows it (runtime/runtime_impl.cc).
+constexpr size_t kMaxGroupBytes = 1024;
+
+Status ValidatePerTypeAndGroup(const Options& options) {
+  Status s = ValidateRetry(options.default_retry, "retry");
+  if (!s.ok()) return s;
+  for (const auto& [type, settings] : options.types) {
+    s = ValidateType(type, settings, options);
+    if (!s.ok()) return s;
+  }
+  for (const auto& [group, limit] : options.group_limits) {
+    if (group.empty()) {
+      return Status::InvalidArgument("groups: a group name must not be empty");
+    }
+    if (group.size() > kMaxGroupBytes) {
+      return Status::InvalidArgument(
+          "groups." + NameForMessage(group) + ": the group name is " +
+          std::to_string(group.size()) + " bytes; the limit is 1024");
+    }
+    if (limit > kMaxCount) {
+      return Status::InvalidArgument(
+          "groups." + NameForMessage(group) +
+          ".concurrency must be in [0, 1000000], got " + std::to_string(limit));
+    }
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
 Status Options::Validate() const {
   auto bad = [](const std::string& what) {
     return Status::InvalidArgument(what);
@@ -179,7 +325,7 @@ Status Options::Validate() const {
       static_cast<int>(PlaintextRecords::kAccept)) {
     return bad("storage.plaintext_records is out of range");
   }
-  return Status::OK();
+  return ValidatePerTypeAndGroup(*this);
 }
 
 }  // namespace spool

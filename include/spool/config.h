@@ -1,11 +1,13 @@
 // Configuration: TOML files and command-line overrides into spool::Options.
 //
-// A config file has four sections, [storage], [runtime], [writer] and [log];
-// config/spool.toml lists and documents every key. Loading is strict: an
-// unknown section or key, a value of the wrong type, an integer out of range
-// or an unknown enum name is an error, never silently ignored, because a
-// typo in a queue's config should stop it at startup rather than run it with
-// a default nobody chose.
+// A config file has four sections, [storage], [runtime], [writer] and [log],
+// the default retry policy [retry], and tables of named things:
+// [types.NAME] (settings per task type), [groups.NAME] (limits per group)
+// and [periodic.NAME]; config/spool.toml lists and documents every key. Loading
+// is strict: an unknown section or key, a value of the wrong type, an integer
+// out of range or an unknown enum name is an error, never silently ignored,
+// because a typo in a queue's config should stop it at startup rather than run
+// it with a default nobody chose.
 //
 // Every error is a Status (nothing throws). Messages name the source (file
 // path or "override"), the key as section.key, the reason, and the line when
@@ -101,7 +103,14 @@ Status ApplyOverride(std::string_view assignment, Options* options);
 // order of config/spool.toml (for --print-config). Fields with no config
 // key, such as callback_executor, are left out. The output parses back, with
 // ParseOptions, to the same values of every configurable field, provided
-// options.path is valid UTF-8 (TOML strings must be).
+// options.path and the names in options.types and options.group_limits are
+// valid UTF-8 (TOML strings must be).
+//
+// Where a value comes from is shown for [retry] (the built-in default, or
+// the config, for a value that differs from it), and for each
+// [types.NAME]: the fields it gives, the default of each it does not, and
+// the retry fields it inherits from [retry]. Those are what the type's
+// handlers get for each HandlerOptions field their code leaves unset.
 std::string DescribeOptions(const Options& options);
 
 // What ParseCommandLine found among a spool executable's arguments.

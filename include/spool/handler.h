@@ -185,10 +185,23 @@ using PayloadMigration = std::function<Result<std::string>(
     uint32_t from_version, std::string_view payload)>;
 
 // Options registered with a task type's handler.
+//
+// The retry policy, timeout, concurrency limit, rate limit and gates may
+// also come from the config file's [types.NAME] table (Options::types), so
+// that operators can tune a type without a rebuild. Each of them is a
+// std::optional here, so that "left unset in code" is a state of its own
+// rather than a value that happens to equal a default: a field set in code
+// wins, even when set to what the default would be (e.g. max_concurrent =
+// 0 to lift a limit the file sets); a field left unset takes the file's
+// value; one the file does not set either takes the default stated below.
+// (Treating "equal to the default" as unset would make such code silently
+// lose to the file.) The merge happens once, in Runtime::RegisterHandler.
 struct HandlerOptions {
   // The retry policy of tasks of this type that do not set their own.
-  // Default: RetryPolicy{} (exponential, 3 attempts).
-  RetryPolicy retry;
+  // Unset: [types.NAME.retry] over the file's [retry] default
+  // (Options::default_retry), field by field. Default: unset, which with no
+  // file is RetryPolicy{} (exponential, 3 attempts).
+  std::optional<RetryPolicy> retry;
 
   // Which errors are retried; others fail the task at once. Default: null,
   // meaning every error except Cancelled. A filter that throws means no retry.
@@ -199,19 +212,23 @@ struct HandlerOptions {
   std::function<std::optional<Duration>(const Status& error)> retry_delay;
 
   // Each attempt's time limit; zero for none. A task's own
-  // EnqueueOptions::timeout wins. Default: none.
-  Duration timeout = Duration(0);
+  // EnqueueOptions::timeout wins. Unset: [types.NAME] timeout_ms.
+  // Default: unset, which with no file is none.
+  std::optional<Duration> timeout;
 
   // At most this many tasks of this type run at once; 0 for no limit beyond
-  // the global one. Default: 0.
-  uint32_t max_concurrent = 0;
+  // the global one. Unset: [types.NAME] concurrency. Default: unset, which
+  // with no file is 0.
+  std::optional<uint32_t> max_concurrent;
 
-  // Default: no limit.
-  RateLimit rate_limit;
+  // Unset: [types.NAME.rate_limit]. Default: unset, which with no file is
+  // no limit.
+  std::optional<RateLimit> rate_limit;
 
   // Gates (see Runtime::SetGate) that must all be open for tasks of this
-  // type to start. Default: none.
-  std::vector<std::string> requires_gates;
+  // type to start. Unset: [types.NAME] gates. Default: unset, which with no
+  // file is none.
+  std::optional<std::vector<std::string>> requires_gates;
 
   // The payload schema version this handler reads. Tasks are stored with
   // the version of the handler registered when they were enqueued. Default: 0.

@@ -10,7 +10,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -110,6 +112,50 @@ enum class WriterFull : uint8_t {
 
 // "busy" or "wait".
 const char* WriterFullName(WriterFull value);
+// A retry policy as a [retry] or [types.NAME.retry] table gives it: each
+// field given or not, so that a type's table may change one field of the
+// default policy and keep the rest.
+struct RetrySettings {
+  // policy: "none", "fixed" or "exponential". Default: unset.
+  std::optional<RetryPolicy::Kind> kind;
+  // attempts: RetryPolicy::max_attempts. Default: unset.
+  std::optional<uint32_t> max_attempts;
+  // base_ms: RetryPolicy::initial_delay (a fixed policy's one delay).
+  // Default: unset.
+  std::optional<Duration> initial_delay;
+  // max_ms: RetryPolicy::max_delay. Default: unset.
+  std::optional<Duration> max_delay;
+  // jitter: RetryPolicy::jitter. Default: unset.
+  std::optional<double> jitter;
+
+  // `base` with the fields given here put in its place.
+  RetryPolicy Over(RetryPolicy base) const;
+  // Whether no field is given.
+  bool empty() const;
+};
+
+// One task type's settings from the config file's [types.NAME] table. Each
+// field is given or not; a handler's HandlerOptions field set in code wins
+// over it, and a field given neither here nor in code takes its default
+// (spool/handler.h, HandlerOptions).
+struct TypeSettings {
+  // concurrency: HandlerOptions::max_concurrent. Default: unset.
+  std::optional<uint32_t> max_concurrent;
+  // timeout_ms: HandlerOptions::timeout; zero for none. Default: unset.
+  std::optional<Duration> timeout;
+  // rate_limit.count: HandlerOptions::rate_limit's count (0: no limit);
+  // unset: no rate limit comes from the file. Default: unset.
+  std::optional<uint32_t> rate_limit_count;
+  // rate_limit.period_ms: its period, used with rate_limit_count.
+  // Default: 1 s.
+  Duration rate_limit_period = std::chrono::seconds(1);
+  // gates: HandlerOptions::requires_gates. Default: unset.
+  std::optional<std::vector<std::string>> requires_gates;
+  // retry: over Options::default_retry, field by field; a handler's
+  // HandlerOptions::retry, set in code, replaces the whole policy.
+  // Default: no field given.
+  RetrySettings retry;
+};
 
 struct Options {
   // ---- Storage ----
@@ -232,7 +278,8 @@ struct Options {
   WriterFull on_writer_full = WriterFull::kFailBusy;
 
   // At most this many tasks of one group run at once; 0 for no limit.
-  // Runtime::SetGroupConcurrency overrides it per group. Default: 0.
+  // group_limits and Runtime::SetGroupConcurrency override it per group.
+  // Default: 0.
   uint32_t group_concurrency = 0;
 
   // The most times one task may be snoozed (TaskContext::Snooze) before a
@@ -240,6 +287,30 @@ struct Options {
   // again. 0: every snooze fails its attempt. Config key
   // runtime.max_snoozes, in [0, 1000000]. Default: 100.
   uint32_t max_snoozes = 100;
+  // ---- Per type and per group settings (config: [retry], [types.NAME],
+  // [groups.NAME]) ----
+
+  // The retry policy of task types whose handler sets none in code and
+  // whose [types.NAME.retry] does not give every field: config [retry].
+  // Default: RetryPolicy{} (exponential, 3 attempts, 1 s doubling to 1 h).
+  RetryPolicy default_retry;
+
+  // Settings by task type, what handlers get for the HandlerOptions fields
+  // their code leaves unset (spool/handler.h). A type that never gets a
+  // handler is named in a warning at Start: most likely a typo.
+  // Default: none.
+  std::map<std::string, TypeSettings> types;
+
+  // The concurrency limit of each named group, over group_concurrency
+  // (0: no limit for that group, whatever group_concurrency is). A limit
+  // set by Runtime::SetGroupConcurrency wins over it, and is stored: it
+  // keeps winning after a restart until it is set to 0 (docs in
+  // spool/runtime.h). Default: none.
+  std::map<std::string, uint32_t> group_limits;
+
+  // The retry policy handlers of `type` get when their code sets none:
+  // types[type].retry over default_retry.
+  RetryPolicy RetryPolicyFor(const std::string& type) const;
 
   // ---- Shutdown ----
 

@@ -111,11 +111,14 @@ class Runtime {
   virtual ~Runtime() = default;
 
   // Registers the handler for tasks of `type`, with the retry policy used by
-  // tasks that set none.
+  // tasks that set none. The fields of `options` left unset take the
+  // config's [types.NAME] values (Options::types), then the defaults (see
+  // HandlerOptions).
   //
   // REQUIRES: called before Start. Returns FailedPrecondition after Start or
   // for a type that already has a handler, InvalidArgument for an empty or
-  // oversized type or an invalid retry policy.
+  // oversized type, or an invalid retry policy, timeout or rate limit
+  // (naming the field).
   virtual Status RegisterHandler(std::string_view type, Handler handler,
                                  HandlerOptions options = {}) = 0;
 
@@ -313,7 +316,10 @@ class Runtime {
   virtual Status SetGate(std::string_view gate, bool open) = 0;
 
   // At most `max_running` tasks of `group` run at once; 0 removes the limit
-  // (Options::group_concurrency applies again). Stored (see Pause).
+  // set here, and the config's limit applies again: the group's
+  // [groups.NAME] concurrency (Options::group_limits) if it has one, else
+  // Options::group_concurrency. Stored (see Pause): a limit set here wins
+  // over the config's, across restarts, until it is set to 0.
   virtual Status SetGroupConcurrency(std::string_view group,
                                      uint32_t max_running) = 0;
 

@@ -25,14 +25,18 @@ namespace spool::http {
 struct HandlerSettings {
   // Registered at all. Default: true.
   bool enabled = true;
-  // Attempts in all per task (the handler's retry policy keeps its kind and
-  // delays). Default: unset, spool's RetryPolicy default (3).
+  // Attempts in all per task, with RetryPolicy{}'s kind and delays. Given,
+  // it is the handler's policy set in code, and replaces the config's
+  // [types.NAME.retry] and [retry] policy whole. Default: unset, the
+  // config's policy for the type (spool::Options::RetryPolicyFor).
   std::optional<uint32_t> max_attempts;
-  // At most this many tasks of the type run at once; 0: no limit beyond
-  // runtime.workers. Default: 0.
+  // At most this many tasks of the type run at once. 0 leaves the limit to
+  // the config's [types.NAME] concurrency (none if it sets none).
+  // Default: 0.
   uint32_t max_concurrent = 0;
-  // Each attempt's time limit (HandlerOptions::timeout); zero for none.
-  // For http.post it is the request's timeout instead. Default: none.
+  // Each attempt's time limit (HandlerOptions::timeout). Zero leaves it to
+  // the config's [types.NAME] timeout_ms (none if it sets none). For
+  // http.post it is the request's timeout instead. Default: zero.
   std::chrono::milliseconds timeout{0};
 };
 
