@@ -75,6 +75,12 @@ std::string CutError(std::string_view error) {
   return std::string(error.substr(0, cut)) + std::string(kMark);
 }
 
+bool HoldsReservation(const StateRecord& state, int64_t now_us) {
+  return IsTerminal(state.status) && state.unique_for_us > 0 &&
+         !state.stored_dedup_key.empty() &&
+         now_us < state.updated_us + state.unique_for_us;
+}
+
 void RecordFailure(StateRecord* state, uint32_t attempt, int64_t at_us,
                    std::string_view error) {
   state->last_error = CutError(error);
@@ -149,6 +155,7 @@ void EncodeState(const StateRecord& state,
   table.add_on_dependency_failure(
       static_cast<fb::DependencyFailure>(state.on_dependency_failure));
   table.add_timeout_us(state.timeout_us);
+  table.add_unique_for_us(state.unique_for_us);
   builder->Finish(table.Finish(), kStateIdentifier);
 }
 
@@ -303,6 +310,7 @@ Status DecodeState(TaskId id, std::string_view bytes, StateRecord* state) {
   state->on_dependency_failure =
       static_cast<DependencyFailure>(table->on_dependency_failure());
   state->timeout_us = table->timeout_us();
+  state->unique_for_us = table->unique_for_us();
   // Failures not yet written belong to the record this one replaces.
   state->new_failures.clear();
   return Status::OK();
