@@ -265,7 +265,8 @@ struct Ticket {
   // Resolves with the task's id once the task is durable (on disk in sync
   // mode), or with the error that kept it from being stored. When the task
   // was deduplicated (EnqueueOptions::dedup_key), it resolves with the id of
-  // the active task that holds the key, and nothing new is stored.
+  // the task that holds the key (active, or finished within its unique_for),
+  // and nothing new is stored (but see EnqueueOptions::on_duplicate).
   Future<TaskId> stored;
 };
 
