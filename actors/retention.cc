@@ -1,5 +1,6 @@
 #include "actors/retention.h"
 
+#include <chrono>
 #include <limits>
 #include <string>
 
@@ -12,6 +13,11 @@ namespace spool::actors {
 namespace {
 
 constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
+// After each step, retention waits this many times as long as the step
+// took (from sent to committed) before it sends the next one, so that the
+// queue's own claims and outcomes have the writer most of the time
+// (docs/experiments.md, entries 42 and 43).
+constexpr int kPauseFactor = 9;
 
 struct RetentionState {
   static inline const char* name = "spool.retention";
@@ -33,6 +39,9 @@ struct RetentionState {
   int64_t next_pass_us = 0;
   // The due time of the earliest timer message on its way.
   int64_t timer_armed_for = kNever;
+  // When the step in flight was sent; when the pass may send the next.
+  std::chrono::steady_clock::time_point step_sent;
+  std::chrono::steady_clock::time_point resume_at;
   std::vector<Completion> stops;
 
   int64_t NowMicros() const {
@@ -71,16 +80,27 @@ void SendStep(Self self) {
     caf::anon_send(me, purged_atom::value, result);
   };
   st.in_flight = true;
+  st.step_sent = std::chrono::steady_clock::now();
   self->send(st.config.writer, control_atom::value, std::move(command));
 }
 
-// Starts the walk of the pass's rule `index`.
-void StartRule(Self self, size_t index) {
-  auto& st = self->state;
+// Makes the pass's rule `index` the one the next step walks.
+void BeginRule(RetentionState& st, size_t index) {
   st.rule = index;
   st.cursor.clear();
   st.cutoff_us = st.NowMicros() - st.config.rules[index].age_us;
-  SendStep(self);
+}
+
+// The next step of the pass goes once the pause after the last has passed
+// (a tick on the way then sends it).
+void PauseThenStep(Self self) {
+  auto& st = self->state;
+  auto now = std::chrono::steady_clock::now();
+  auto pause = (now - st.step_sent) * kPauseFactor;
+  st.resume_at = now + pause;
+  self->delayed_send(
+      self, std::chrono::duration_cast<std::chrono::microseconds>(pause),
+      tick_atom::value);
 }
 
 void EndPass(Self self) {
@@ -100,7 +120,11 @@ void OnTick(Self self) {
   auto& st = self->state;
   int64_t now = st.NowMicros();
   if (now >= st.timer_armed_for) st.timer_armed_for = kNever;
-  if (st.stopping || st.in_pass) return;
+  if (st.stopping || st.in_flight) return;
+  if (st.in_pass) {
+    if (std::chrono::steady_clock::now() >= st.resume_at) SendStep(self);
+    return;
+  }
   if (now < st.next_pass_us) {
     ArmTimer(self);
     return;
@@ -109,7 +133,8 @@ void OnTick(Self self) {
   st.pass_started_us = now;
   st.deleted = 0;
   st.steps = 0;
-  StartRule(self, 0);
+  BeginRule(st, 0);
+  SendStep(self);
 }
 
 void OnPurged(Self self, const Result<ControlResult>& result) {
@@ -131,12 +156,13 @@ void OnPurged(Self self, const Result<ControlResult>& result) {
   if (st.config.after_step) st.config.after_step(result->count);
   if (result->more) {
     st.cursor = result->cursor_key;
-    SendStep(self);
   } else if (st.rule + 1 < st.config.rules.size()) {
-    StartRule(self, st.rule + 1);
+    BeginRule(st, st.rule + 1);
   } else {
     EndPass(self);
+    return;
   }
+  PauseThenStep(self);
 }
 
 retention_actor::behavior_type RetentionBehavior(Self self,

@@ -5,9 +5,11 @@
 // without using every attempt, failed after the last one, cancelled) and
 // deletes those whose last change is older than the rule's age. Each step is
 // one writer command examining at most `batch_size` index entries, the next
-// sent only once the last one has committed, so claims, outcomes, enqueues and
-// reads go on in between. A step keeps what Purge keeps: tasks a waiting task
-// depends on, and tasks whose dedup key is still reserved (unique_for).
+// sent only once the last one has committed and a pause nine times that
+// step's time has passed, so claims, outcomes, enqueues and reads go on in
+// between and keep the writer most of the time. A step keeps what Purge keeps:
+// tasks a waiting task depends on, and tasks whose dedup key is still reserved
+// (unique_for).
 
 #ifndef SPOOL_ACTORS_RETENTION_H_
 #define SPOOL_ACTORS_RETENTION_H_
