@@ -745,10 +745,15 @@ struct WriterState {
       int64_t now = NowMicros();
       for (TaskId id : candidates) {
         StateRecord record;
-        // A state may have moved on since its index entry was read.
-        if (!Load(id, {}, &record).ok() || !Purgeable(command, record, now)) {
-          continue;
+        // A state may have moved on since its index entry was read. One
+        // that cannot be read is left where it is: a purge (or retention)
+        // that only looks at it must not set it aside, as the queue does
+        // when it uses the task.
+        Status read = txn().GetState(id, &record);
+        if (!read.ok() && !read.IsNotFound() && !read.IsCorruption()) {
+          Abort(read.WithContext("reading task " + std::to_string(id)));
         }
+        if (!read.ok() || !Purgeable(command, record, now)) continue;
         Result<TaskId> waiter = FirstWaiter(id);
         if (!waiter.ok()) return waiter.status();
         if (*waiter != 0) continue;
