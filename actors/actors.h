@@ -139,6 +139,15 @@ using recovery_actor = caf::typed_actor<
     // not).
     caf::reacts_to<recovered_atom, Result<Recovered>>>;
 
+// Retention (actors/retention.h): never blocks, so on CAF's shared pool.
+using retention_actor = caf::typed_actor<
+    // The clock may have reached the next pass.
+    caf::reacts_to<tick_atom>,
+    // A purge step committed (what it did, or why not).
+    caf::reacts_to<purged_atom, Result<ControlResult>>,
+    // Sends no more steps; calls back once none is at the writer.
+    caf::reacts_to<stop_atom, Completion>>;
+
 }  // namespace spool::actors
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::DispatchConfig)

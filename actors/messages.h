@@ -63,6 +63,7 @@ using watch_atom = caf::atom_constant<caf::atom("watch")>;
 using unwatch_atom = caf::atom_constant<caf::atom("unwatch")>;
 using watched_atom = caf::atom_constant<caf::atom("watched")>;
 using stats_atom = caf::atom_constant<caf::atom("stats")>;
+using purged_atom = caf::atom_constant<caf::atom("purged")>;
 
 // ---- Payloads ----
 
@@ -96,6 +97,9 @@ struct NewTask {
   std::string group;
   std::string dedup_key;
   std::string idempotency_key;
+  // EnqueueOptions::unique_for, and on_duplicate == kReplacePayload.
+  int64_t unique_for_us = 0;
+  bool replace_payload = false;
   // Without duplicates or the task itself (checked by the caller).
   std::vector<TaskId> depends_on;
   DependencyFailure on_dependency_failure = DependencyFailure::kCancel;
@@ -168,6 +172,10 @@ struct ControlCommand {
   size_t purge_step = 1000;
   // Empty: every type.
   std::vector<std::string> purge_types;
+  // Which failed tasks a purge takes (retention's `failed` and `dead`):
+  // all, only those that used every attempt, or only the others.
+  enum class FailedTasks : uint8_t { kAll, kOutOfAttempts, kNotOutOfAttempts };
+  FailedTasks purge_failed = FailedTasks::kAll;
   // kReencrypt: the family to step through (kTasks, then kCorrupt) and the
   // last id examined; a step examines purge_step records.
   storage::ColumnFamily reencrypt_family = storage::ColumnFamily::kTasks;
@@ -493,6 +501,7 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::QueueChanges)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::RecoveryJob)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::Result<size_t>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::Result<spool::actors::Recovered>)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::Result<spool::actors::ControlResult>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::ReadJob)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::ChangeSet)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::ReadBatch)

@@ -169,6 +169,7 @@ NewRecords NewRecord(const NewTask& task, uint64_t sequence, int64_t now_us,
   record.depends_on = task.depends_on;
   record.on_dependency_failure = task.on_dependency_failure;
   record.timeout_us = task.timeout_us;
+  record.unique_for_us = task.unique_for_us;
   if (!record.depends_on.empty()) ApplyVerdict(&record, verdict, now_us);
   return out;
 }

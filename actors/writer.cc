@@ -164,6 +164,48 @@ struct WriterState {
     return s;
   }
 
+  // The task that holds a dedup key (in stored form) at `now`, in *holder,
+  // 0 when none does, and its state in *state when it could be read. A
+  // finished task whose unique_for window has closed holds it no more: its
+  // reservation is dropped here (staged), which frees the key.
+  Status HolderOf(std::string_view stored_key, int64_t now, TaskId* holder,
+                  std::optional<StateRecord>* state) {
+    *holder = 0;
+    state->reset();
+    DedupEntry entry;
+    Status s = LookUpDedupKey(stored_key, &entry);
+    if (!s.ok()) return s;
+    if (entry.present && !entry.well_formed) {
+      return Status::Corruption("dedup index holds a malformed id");
+    }
+    if (!entry.present) return Status::OK();
+    *holder = entry.holder;
+    StateRecord record;
+    s = Load(entry.holder, {}, &record);
+    // A holder that cannot be read still holds the key, as it always did.
+    if (!s.ok()) return s.IsNotFound() || s.IsCorruption() ? Status::OK() : s;
+    if (!IsActive(record) && !storage::HoldsReservation(record, now)) {
+      record.unique_for_us = 0;
+      txn().Update(std::move(record));
+      *holder = 0;
+      return Status::OK();
+    }
+    *state = std::move(record);
+    return Status::OK();
+  }
+
+  // An enqueue with on_duplicate = kReplacePayload met `holder`: a holder
+  // that has not started takes the new payload.
+  Status ReplacePayload(StateRecord holder, const NewTask& task, int64_t now) {
+    if (!IsActive(holder) || holder.status == TaskStatus::kRunning) {
+      return Status::OK();
+    }
+    TaskId id = holder.id;
+    holder.updated_us = now;
+    txn().Update(std::move(holder));
+    return txn().ReplacePayload(id, task.payload, task.payload_version);
+  }
+
   // Stages `after` over `before`, then settles the tasks waiting for it if
   // it just finished: the cascade lands in the same batch as its cause.
   void Stage(const StateRecord& before, StateRecord after) {
@@ -235,7 +277,11 @@ struct WriterState {
     // Ids the caller assigned, mapped to the task that stands for them (the
     // holder of a dedup key, for a deduplicated task).
     std::unordered_map<TaskId, TaskId> actual;
-    std::unordered_map<std::string, TaskId> keys_in_command;
+    // Each key taken by a task of this command: that task's index.
+    std::unordered_map<std::string, size_t> keys_in_command;
+    // Holders that take a new payload, staged once every check passed.
+    std::vector<std::pair<StateRecord, size_t>> replaced;
+    int64_t now = NowMicros();
     for (size_t i = 0; i < tasks.size(); ++i) {
       NewTask& task = tasks[i];
       ids[i] = task.id;
@@ -243,16 +289,18 @@ struct WriterState {
         TaskId holder = 0;
         if (auto it = keys_in_command.find(task.dedup_key);
             it != keys_in_command.end()) {
-          holder = it->second;
-        } else {
-          DedupEntry entry;
-          Status s = LookUpDedupKey(
-              config.store->StoredDedupKey(task.dedup_key), &entry);
-          if (!s.ok()) return s;
-          if (entry.present && !entry.well_formed) {
-            return Status::Corruption("dedup index holds a malformed id");
+          NewTask& first = tasks[it->second];
+          holder = first.id;
+          if (task.replace_payload) {
+            first.payload = task.payload;
+            first.payload_version = task.payload_version;
           }
-          holder = entry.holder;
+        } else {
+          std::optional<StateRecord> state;
+          Status s = HolderOf(config.store->StoredDedupKey(task.dedup_key), now,
+                              &holder, &state);
+          if (!s.ok()) return s;
+          if (task.replace_payload && state) replaced.emplace_back(*state, i);
         }
         if (holder != 0) {
           ids[i] = holder;
@@ -260,7 +308,7 @@ struct WriterState {
           skip[i] = true;
           continue;
         }
-        keys_in_command[task.dedup_key] = task.id;
+        keys_in_command[task.dedup_key] = i;
       }
       for (TaskId& dep : task.depends_on) {
         if (auto it = actual.find(dep); it != actual.end()) dep = it->second;
@@ -290,7 +338,10 @@ struct WriterState {
         }
       }
     }
-    int64_t now = NowMicros();
+    for (auto& [holder, i] : replaced) {
+      Status s = ReplacePayload(std::move(holder), tasks[i], now);
+      if (!s.ok()) return s;
+    }
     for (size_t i = 0; i < tasks.size(); ++i) {
       if (skip[i]) continue;
       NewTask& task = tasks[i];
@@ -475,13 +526,15 @@ struct WriterState {
                                "retried");
     }
     if (!record.stored_dedup_key.empty()) {
-      DedupEntry entry;
-      Status s = LookUpDedupKey(record.stored_dedup_key, &entry);
+      TaskId holder = 0;
+      std::optional<StateRecord> ignored;
+      Status s =
+          HolderOf(record.stored_dedup_key, NowMicros(), &holder, &ignored);
       if (!s.ok()) return s;
-      if (entry.present) {
-        return NotActionable(record.id,
-                             "cannot be retried: another active task "
-                             "holds its dedup key");
+      if (holder != 0 && holder != record.id) {
+        return NotActionable(record.id, "cannot be retried: task " +
+                                            std::to_string(holder) +
+                                            " holds its dedup key");
       }
     }
     DependencyVerdict verdict =
@@ -644,6 +697,28 @@ struct WriterState {
     return ranges;
   }
 
+  // Whether a purge step may delete this task, as far as its own state
+  // tells: finished, of a purged status and kind, old enough, and not
+  // holding a reservation of its dedup key (unique_for).
+  static bool Purgeable(const ControlCommand& command,
+                        const StateRecord& record, int64_t now) {
+    using FailedTasks = ControlCommand::FailedTasks;
+    if (IsActive(record) ||
+        (command.purge_statuses &
+         (1u << static_cast<unsigned>(record.status))) == 0 ||
+        record.updated_us > command.purge_updated_before_us ||
+        storage::HoldsReservation(record, now)) {
+      return false;
+    }
+    if (record.status != TaskStatus::kFailed ||
+        command.purge_failed == FailedTasks::kAll) {
+      return true;
+    }
+    bool out_of_attempts = record.attempts >= record.max_attempts;
+    return out_of_attempts ==
+           (command.purge_failed == FailedTasks::kOutOfAttempts);
+  }
+
   // Examines up to purge_step index entries from the cursor and deletes the
   // finished tasks among them that are old enough and needed by no waiting
   // task.
@@ -667,15 +742,18 @@ struct WriterState {
                                    return ++examined < command.purge_step;
                                  });
       if (!s.ok()) return s;
+      int64_t now = NowMicros();
       for (TaskId id : candidates) {
         StateRecord record;
-        // A state may have moved on since its index entry was read.
-        if (!Load(id, {}, &record).ok() || IsActive(record) ||
-            (command.purge_statuses &
-             (1u << static_cast<unsigned>(record.status))) == 0 ||
-            record.updated_us > command.purge_updated_before_us) {
-          continue;
+        // A state may have moved on since its index entry was read. One
+        // that cannot be read is left where it is: a purge (or retention)
+        // that only looks at it must not set it aside, as the queue does
+        // when it uses the task.
+        Status read = txn().GetState(id, &record);
+        if (!read.ok() && !read.IsNotFound() && !read.IsCorruption()) {
+          Abort(read.WithContext("reading task " + std::to_string(id)));
         }
+        if (!read.ok() || !Purgeable(command, record, now)) continue;
         Result<TaskId> waiter = FirstWaiter(id);
         if (!waiter.ok()) return waiter.status();
         if (*waiter != 0) continue;
@@ -775,16 +853,20 @@ struct WriterState {
       return NotActionable(
           id, "is set aside and still cannot be read (" + s.message() + ")");
     }
-    if (IsActive(record) && !record.stored_dedup_key.empty()) {
-      DedupEntry entry;
-      s = LookUpDedupKey(record.stored_dedup_key, &entry);
-      if (!s.ok()) return s;
+    if ((IsActive(record) || record.unique_for_us > 0) &&
+        !record.stored_dedup_key.empty()) {
+      TaskId holder = 0;
+      std::optional<StateRecord> ignored;
+      s = HolderOf(record.stored_dedup_key, NowMicros(), &holder, &ignored);
       // A malformed entry names no holder: it does not stop the return.
-      if (entry.well_formed && entry.holder != id) {
+      if (!s.ok() && !s.IsCorruption()) return s;
+      if (holder != 0 && holder != id && IsActive(record)) {
         return NotActionable(id, "cannot return from being set aside: task " +
-                                     std::to_string(entry.holder) +
+                                     std::to_string(holder) +
                                      " holds its dedup key now");
       }
+      // A finished task gives up a reservation another task took over.
+      if (holder != 0 && holder != id) record.unique_for_us = 0;
     }
     StateRecord as_stored = record;
     int64_t now = NowMicros();

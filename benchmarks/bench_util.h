@@ -28,8 +28,8 @@ using SteadyClock = std::chrono::steady_clock;
 // The scenarios, in the order they run and are reported.
 inline const std::vector<std::string>& AllScenarios() {
   static const std::vector<std::string> kScenarios = {
-      "enqueue",       "drain", "recovery",   "long_history",
-      "caller_thread", "reads", "statistics", "codec"};
+      "enqueue", "drain",      "recovery",  "long_history", "caller_thread",
+      "reads",   "statistics", "retention", "codec"};
   return kScenarios;
 }
 

@@ -256,6 +256,18 @@ std::vector<std::string> MethodNotes(const RunReport& r) {
           "time (getrusage: callers, actors, workers, the poller) per task "
           "enqueued or drained, which moves less with the machine's load "
           "than the rates.",
+      "retention: per round, a history of " + WithCommas(p.history_done) +
+          " succeeded tasks written through the store, then " +
+          WithCommas(std::max(p.drain_tasks * 4, 8000)) +
+          " tasks stored and drained (runtime.workers, sync) while a thread "
+          "calls GetTask on random ones of them, one call after another, "
+          "three ways in rotating order: off (retention.succeeded = "
+          "forever), scan (24h over a history that finished just now: each "
+          "pass reads every succeeded task's state and deletes none), prune "
+          "(24h over a history two days old: retention deletes it while the "
+          "drain runs). *_over_off are medians over off's; "
+          "deleted_by_drain_end is what retention had deleted when Drain "
+          "resolved.",
       "codec: Google Benchmark, " + std::to_string(p.rounds) +
           " repetitions of at least " + FormatValue(p.codec_min_time_s) +
           " s each after a warm-up; the median repetition.",

@@ -17,6 +17,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <random>
 #include <string>
 #include <sys/resource.h>
 #include <thread>
@@ -596,12 +597,14 @@ Status WriteCrashState(const std::string& path, const Plan& plan) {
 // per chunk, as the writer batches them, so that the index families see
 // their puts and deletes), then `history_pending` pending tasks. Written
 // unsynced, then flushed.
-Status WriteHistory(const std::string& path, const Plan& plan) {
+// Its tasks finish `age_us` before now.
+Status WriteHistory(const std::string& path, const Plan& plan,
+                    int64_t age_us = 0) {
   std::unique_ptr<storage::TaskStore> store;
   Status s = OpenStore(path, Durability::kRelaxed, &store);
   if (!s.ok()) return s;
   const std::string payload(plan.payload_bytes, 'p');
-  const int64_t now = NowMicros();
+  const int64_t now = NowMicros() - age_us;
   auto insert = [&](int first, int last) {
     return CommitTxn(store.get(), [&](storage::WriteTxn* txn) {
       for (int id = first; id <= last; ++id) {
@@ -962,6 +965,145 @@ Status CallerThreadScenario(const Plan& plan, const Options& base,
   return Status::OK();
 }
 
+// ---- retention: the drain and a read while retention prunes ----
+
+// How a retention round is set up: its history's age and whether
+// retention (retention.succeeded = 24h) runs.
+struct RetentionMode {
+  const char* name;
+  int64_t history_age_us;
+  bool retention;
+};
+
+// Point gets (GetTask) of random ids among `ids`, one after another on a
+// thread of their own, until stopped; their latencies in µs.
+class PointReader {
+ public:
+  PointReader(Runtime* runtime, std::vector<TaskId> ids)
+      : ids_(std::move(ids)), thread_([this, runtime] {
+          std::mt19937_64 rng(42);
+          while (!stop_.load()) {
+            TaskId id = ids_[rng() % ids_.size()];
+            auto start = SteadyClock::now();
+            Future<TaskInfo> info = runtime->GetTask(id);
+            if (!info.WaitFor(kWaitTimeout) || !info.Wait().ok()) {
+              failed_.store(true);
+              return;
+            }
+            samples_.Add(MicrosBetween(start, SteadyClock::now()));
+          }
+        }) {}
+  // Stops and joins; false when a read failed.
+  bool Stop(Samples* samples) {
+    stop_.store(true);
+    thread_.join();
+    *samples = samples_;
+    return !failed_.load();
+  }
+
+ private:
+  std::vector<TaskId> ids_;
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> failed_{false};
+  Samples samples_;
+  std::thread thread_;  // Last: starts once the rest is built.
+};
+
+// One round: a history of plan.history_done succeeded tasks, then
+// `tasks` tasks stored; times Start until Drain resolves while a reader
+// gets tasks, and counts what retention deleted meanwhile.
+Status RetentionRound(const Plan& plan, const Options& base,
+                      const RetentionMode& mode, int tasks, Reporter* out,
+                      double* rate, Samples* reads, double* deleted) {
+  Options options = base;
+  options.retention_succeeded =
+      mode.retention ? std::chrono::hours(24) : Duration(0);
+  SpoolInstance instance(options, Durability::kSync, base.workers, "retention");
+  Plan history = plan;
+  history.history_pending = 0;
+  Status s = WriteHistory(instance.path(), history, mode.history_age_us);
+  if (!s.ok()) return s.WithContext("retention set-up");
+  if (!(s = instance.Open(out)).ok()) return s;
+  Runtime* runtime = instance.runtime();
+  const std::string payload(plan.payload_bytes, 'p');
+  std::vector<TaskId> ids;
+  for (int done = 0; done < tasks; done += kPreloadBatch) {
+    int n = std::min(kPreloadBatch, tasks - done);
+    auto stored = Await(runtime
+                            ->EnqueueBatch(std::vector<TaskSpec>(
+                                n, TaskSpec{kType, payload, {}}))
+                            .stored,
+                        "preload batch", out);
+    if (!stored.ok()) return stored.status();
+    ids.insert(ids.end(), stored->begin(), stored->end());
+  }
+  PointReader reader(runtime, ids);
+  auto start = SteadyClock::now();
+  if (!(s = runtime->Start()).ok()) return s;
+  s = AwaitStatus(runtime->Drain(), "drain", out);
+  auto end = SteadyClock::now();
+  if (!reader.Stop(reads)) return Status::Corruption("a GetTask failed");
+  if (!s.ok()) return s;
+  Result<StatusCounts> counts = Await(runtime->CountByStatus(), "count", out);
+  if (!counts.ok()) return counts.status();
+  *deleted = static_cast<double>(plan.history_done + tasks) -
+             static_cast<double>(counts->of(TaskStatus::kSucceeded));
+  *rate = tasks / (MicrosBetween(start, end) / 1e6);
+  return instance.Close(out);
+}
+
+// The drain and point gets with retention off, with it on over a young
+// history (each pass reads every succeeded task and deletes none), and
+// with it on over a history two days old (it deletes the lot while the
+// drain runs), in rotating order round by round. Emits each median and
+// its ratio to off.
+Status RetentionScenario(const Plan& plan, const Options& base, Reporter* out) {
+  constexpr int64_t kTwoDays = int64_t{48} * 3600 * 1'000'000;
+  const RetentionMode kModes[] = {
+      {"off", kTwoDays, false}, {"scan", 0, true}, {"prune", kTwoDays, true}};
+  const int tasks = std::max(plan.drain_tasks * 4, 8000);
+  std::vector<double> rates[3], p50[3], p99[3], deleted[3];
+  for (int round = 1; round <= plan.rounds; ++round) {
+    for (int i = 0; i < 3; ++i) {
+      int m = (round + i) % 3;
+      Progress("spool retention %s: round %d/%d", kModes[m].name, round,
+               plan.rounds);
+      double rate = 0, gone = 0;
+      Samples reads;
+      Status s = RetentionRound(plan, base, kModes[m], tasks, out, &rate,
+                                &reads, &gone);
+      if (!s.ok()) return s;
+      rates[m].push_back(rate);
+      p50[m].push_back(reads.Percentile(50));
+      p99[m].push_back(reads.Percentile(99));
+      deleted[m].push_back(gone);
+    }
+  }
+  for (int m = 0; m < 3; ++m) {
+    std::string variant = std::string("retention=") + kModes[m].name +
+                          ",history=" + std::to_string(plan.history_done) +
+                          ",tasks=" + std::to_string(tasks);
+    Emit(out, "retention", variant, "drain_tasks_per_s", Median(rates[m]),
+         "tasks/s");
+    Emit(out, "retention", variant, "get_p50_us", Median(p50[m]), "us");
+    Emit(out, "retention", variant, "get_p99_us", Median(p99[m]), "us");
+    Emit(out, "retention", variant, "deleted_by_drain_end", Median(deleted[m]),
+         "tasks");
+    if (m == 0) continue;
+    auto ratio = [](std::vector<double>& a, std::vector<double>& b) {
+      double off = Median(b);
+      return off > 0 ? Median(a) / off : 0;
+    };
+    Emit(out, "retention", variant, "drain_over_off", ratio(rates[m], rates[0]),
+         "x");
+    Emit(out, "retention", variant, "get_p50_over_off", ratio(p50[m], p50[0]),
+         "x");
+    Emit(out, "retention", variant, "get_p99_over_off", ratio(p99[m], p99[0]),
+         "x");
+  }
+  return Status::OK();
+}
+
 // The read side (benchmarks/reads_bench.h): point gets, JSON listings,
 // watch fan-out and a query's caller-thread CPU. Each sub-scenario's name
 // leads the variant, e.g. "point_get,callers=8,...".
@@ -991,6 +1133,7 @@ Status RunSpoolScenario(const std::string& scenario, const Plan& plan,
   if (scenario == "enqueue") return EnqueueScenario(plan, base, out);
   if (scenario == "drain") return DrainScenario(plan, base, out);
   if (scenario == "statistics") return StatisticsScenario(plan, base, out);
+  if (scenario == "retention") return RetentionScenario(plan, base, out);
   if (scenario == "recovery") return RecoveryScenario(plan, base, out);
   if (scenario == "long_history") return LongHistoryScenario(plan, base, out);
   if (scenario == "caller_thread") {

@@ -180,6 +180,10 @@ enum class ValueKind {
   kOptionalString,
   // A TOML string naming one of KeySpec::choices.
   kEnum,
+  // A TOML string: digits and a unit (s, m, h, d), e.g. "30m", "24h" or
+  // "7d", within [KeySpec::min, KeySpec::max] seconds; when min is 0, also
+  // "0" or "forever", for none. The checked value is in microseconds.
+  kDuration,
 };
 
 // A value that passed its key's checks, in the form the key's setter takes.
@@ -302,6 +306,41 @@ KeySpec MillisecondsKey(std::string_view section, std::string_view name,
   return spec;
 }
 
+// "forever" for 0, else the largest unit that divides `us` exactly.
+std::string FormatDurationText(int64_t us) {
+  int64_t seconds = us / 1'000'000;
+  if (seconds == 0) return "forever";
+  for (auto [unit, size] : {std::pair<const char*, int64_t>{"d", 86'400},
+                            {"h", 3'600},
+                            {"m", 60}}) {
+    if (seconds % size == 0) return std::to_string(seconds / size) + unit;
+  }
+  return std::to_string(seconds) + "s";
+}
+
+// A duration key (ValueKind::kDuration) stored in a Duration field, from
+// kMinSeconds to kMaxSeconds; 0 (when allowed) reads "forever".
+template <auto kField, int64_t kMinSeconds, int64_t kMaxSeconds>
+KeySpec DurationKey(std::string_view section, std::string_view name,
+                    std::string_view doc) {
+  static_assert(std::is_same_v<FieldType<kField>, Duration>);
+  static_assert(0 <= kMinSeconds && kMinSeconds <= kMaxSeconds);
+  KeySpec spec;
+  spec.section = section;
+  spec.name = name;
+  spec.kind = ValueKind::kDuration;
+  spec.min = kMinSeconds;
+  spec.max = kMaxSeconds;
+  spec.set = [](Options* options, const CheckedValue& value) {
+    options->*kField = Duration(value.integer);
+  };
+  spec.render = [](const Options& options) {
+    return QuoteTomlString(FormatDurationText((options.*kField).count()));
+  };
+  spec.doc = doc;
+  return spec;
+}
+
 // A string key stored in a std::string field; non-empty unless kAllowEmpty.
 template <auto kField, bool kAllowEmpty = false>
 KeySpec StringKey(std::string_view section, std::string_view name,
@@ -415,6 +454,23 @@ const std::vector<KeySpec>& Registry() {
               WriterFull::kWait>(
           "writer", "on_full",
           "Past a bound: \"busy\" refuses the call, \"wait\" queues it."),
+      DurationKey<&Options::retention_succeeded, 0, 3650 * 86'400>(
+          "retention", "succeeded",
+          "Succeeded tasks are deleted once this old; \"forever\": kept."),
+      DurationKey<&Options::retention_failed, 0, 3650 * 86'400>(
+          "retention", "failed",
+          "Failed tasks that had attempts left, deleted once this old."),
+      DurationKey<&Options::retention_dead, 0, 3650 * 86'400>(
+          "retention", "dead",
+          "Failed tasks that used every attempt, deleted once this old."),
+      DurationKey<&Options::retention_cancelled, 0, 3650 * 86'400>(
+          "retention", "cancelled",
+          "Cancelled tasks are deleted once this old; \"forever\": kept."),
+      DurationKey<&Options::retention_interval, 1, 86'400>(
+          "retention", "interval", "How often retention looks for old tasks."),
+      IntegerKey<&Options::retention_batch_size, 1, 1'000'000>(
+          "retention", "batch_size",
+          "The most index entries one retention step examines."),
       EnumKey<&Options::log_level, LogLevelName, LogLevel::kTrace,
               LogLevel::kDebug, LogLevel::kInfo, LogLevel::kWarn,
               LogLevel::kError, LogLevel::kOff>(
@@ -458,6 +514,11 @@ std::string ExpectedValues(const KeySpec& spec) {
       return "a non-empty string";
     case ValueKind::kOptionalString:
       return "a string";
+    case ValueKind::kDuration:
+      return "a duration such as \"30m\", \"24h\" or \"7d\" from " +
+             FormatDurationText(spec.min * 1'000'000) + " to " +
+             FormatDurationText(spec.max * 1'000'000) +
+             (spec.min == 0 ? " (\"forever\" or \"0\": none)" : "");
     case ValueKind::kEnum: {
       std::string out = "one of ";
       for (size_t i = 0; i < spec.choices.size(); ++i) {
@@ -486,7 +547,36 @@ Result<CheckedValue> CheckInteger(const KeySpec& spec, int64_t value,
   return CheckedValue::Integer(value);
 }
 
+// A duration key's text: "<digits><s|m|h|d>", or "0"/"forever" when the
+// key allows none; microseconds within the key's range.
+Result<CheckedValue> CheckDuration(const KeySpec& spec, std::string_view text) {
+  auto mismatch = [&] { return Mismatch(spec, QuoteForMessage(text)); };
+  if (text == "0" || text == "forever") {
+    if (spec.min > 0) return mismatch();
+    return CheckedValue::Integer(0);
+  }
+  size_t digits = 0;
+  while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') {
+    ++digits;
+  }
+  // Nine digits of days are beyond every range already.
+  if (digits == 0 || digits > 9 || digits + 1 != text.size()) {
+    return mismatch();
+  }
+  static constexpr std::pair<char, int64_t> kUnits[] = {
+      {'s', 1}, {'m', 60}, {'h', 3'600}, {'d', 86'400}};
+  int64_t unit = 0;
+  for (auto [letter, seconds] : kUnits) {
+    if (text.back() == letter) unit = seconds;
+  }
+  if (unit == 0) return mismatch();
+  int64_t seconds = std::stoll(std::string(text.substr(0, digits))) * unit;
+  if (seconds < spec.min || seconds > spec.max) return mismatch();
+  return CheckedValue::Integer(seconds * 1'000'000);
+}
+
 Result<CheckedValue> CheckString(const KeySpec& spec, std::string_view text) {
+  if (spec.kind == ValueKind::kDuration) return CheckDuration(spec, text);
   if (spec.kind == ValueKind::kEnum) {
     for (size_t i = 0; i < spec.choices.size(); ++i) {
       if (spec.choices[i] == text)

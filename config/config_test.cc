@@ -80,6 +80,12 @@ void ExpectSameOptions(const Options& actual, const Options& expected) {
   EXPECT_EQ(actual.default_retry.jitter, expected.default_retry.jitter);
   EXPECT_EQ(actual.types.size(), expected.types.size());
   EXPECT_EQ(actual.group_limits, expected.group_limits);
+  EXPECT_EQ(actual.retention_succeeded, expected.retention_succeeded);
+  EXPECT_EQ(actual.retention_failed, expected.retention_failed);
+  EXPECT_EQ(actual.retention_dead, expected.retention_dead);
+  EXPECT_EQ(actual.retention_cancelled, expected.retention_cancelled);
+  EXPECT_EQ(actual.retention_interval, expected.retention_interval);
+  EXPECT_EQ(actual.retention_batch_size, expected.retention_batch_size);
 }
 
 // Parses `text` on top of valid options, so that only the text can fail.
@@ -167,7 +173,7 @@ TEST(ShippedConfigTest, DocumentsEveryKeyAndItsDefault) {
     EXPECT_THAT(line.comment, HasSubstr("Allowed: "))
         << "the comment above " << line.key << " must state what it allows";
   }
-  EXPECT_EQ(keys.size(), 26u);
+  EXPECT_EQ(keys.size(), 32u);
 }
 
 // A key added to the registry must also be documented in spool.toml.
@@ -175,7 +181,7 @@ TEST(ShippedConfigTest, SetsEveryKeyTheRegistryKnows) {
   std::set<std::string> documented = KeysIn(ReadText(ShippedConfigPath()));
   std::set<std::string> known = KeysIn(DescribeOptions(Options()));
   EXPECT_EQ(documented, known);
-  EXPECT_EQ(known.size(), 26u);
+  EXPECT_EQ(known.size(), 32u);
 }
 
 // ---------------------------------------------------------------------------
@@ -277,7 +283,8 @@ TEST(ParseOptionsTest, RejectsUnknownSectionWithSuggestion) {
 TEST(ParseOptionsTest, RejectsUnknownSectionListingTheKnownOnes) {
   EXPECT_THAT(ParseError("[database]\nx = 1\n"),
               HasSubstr("database: unknown section; the sections are "
-                        "[storage], [runtime], [writer], [log] (line 1)"));
+                        "[storage], [runtime], [writer], [retention], [log] "
+                        "(line 1)"));
 }
 
 TEST(ParseOptionsTest, RejectsUnknownKeyWithSuggestion) {
@@ -794,7 +801,7 @@ TEST(OverrideTest, EveryIntegerRangeAgreesWithValidate) {
     }
     ++checked;
   }
-  EXPECT_EQ(checked, 16);
+  EXPECT_EQ(checked, 17);
 }
 
 // ---------------------------------------------------------------------------
@@ -1086,6 +1093,73 @@ TEST(PeriodicConfigTest, BadTablesNameTheKeyAndTheReason) {
   s = ParseOptions("[periodic.x]\nschedule = \"0 0 30 2 *\"\ntype = \"t\"\n",
                    "test.toml", {}, &options);
   EXPECT_NE(s.message().find("never fires"), std::string::npos) << s.ToString();
+}
+
+// ---------------------------------------------------------------------------
+// [retention] (issue 15).
+
+TEST(RetentionConfigTest, DurationsInEveryUnitAndForever) {
+  Options options;
+  Status status = Parse(R"([retention]
+succeeded = "90s"
+failed = "30m"
+dead = "forever"
+cancelled = "2d"
+interval = "1h"
+batch_size = 50
+)",
+                        &options);
+  ASSERT_TRUE(status.ok()) << status.ToString();
+  EXPECT_EQ(options.retention_succeeded, std::chrono::seconds(90));
+  EXPECT_EQ(options.retention_failed, std::chrono::minutes(30));
+  EXPECT_EQ(options.retention_dead, Duration(0));
+  EXPECT_EQ(options.retention_cancelled, std::chrono::hours(48));
+  EXPECT_EQ(options.retention_interval, std::chrono::hours(1));
+  EXPECT_EQ(options.retention_batch_size, 50u);
+  ASSERT_TRUE(ApplyOverride("retention.succeeded=0", &options).ok());
+  EXPECT_EQ(options.retention_succeeded, Duration(0));
+  // DescribeOptions writes what parses back to the same value.
+  EXPECT_THAT(DescribeOptions(options), HasSubstr("dead = \"forever\""));
+  EXPECT_THAT(DescribeOptions(options), HasSubstr("cancelled = \"2d\""));
+}
+
+TEST(RetentionConfigTest, BadDurationsNameFileKeyLineAndReason) {
+  EXPECT_EQ(ParseError("[retention]\n\nsucceeded = \"24\"\n"),
+            "InvalidArgument: config/spool.toml: retention.succeeded: "
+            "expected a duration such as \"30m\", \"24h\" or \"7d\" from "
+            "forever to 3650d (\"forever\" or \"0\": none), got \"24\" "
+            "(line 3)");
+  EXPECT_THAT(ParseError("[retention]\nfailed = \"3651d\"\n"),
+              HasSubstr("retention.failed: expected a duration"));
+  EXPECT_THAT(ParseError("[retention]\ndead = \"-1h\"\n"),
+              HasSubstr("retention.dead: expected a duration"));
+  EXPECT_THAT(ParseError("[retention]\ncancelled = 86400\n"),
+              HasSubstr("retention.cancelled: expected a duration"));
+  EXPECT_THAT(ParseError("[retention]\ninterval = \"forever\"\n"),
+              HasSubstr("retention.interval: expected a duration such as "
+                        "\"30m\", \"24h\" or \"7d\" from 1s to 1d, got "
+                        "\"forever\" (line 2)"));
+  EXPECT_THAT(ParseError("[retention]\ninterval = \"2d\"\n"),
+              HasSubstr("retention.interval"));
+  EXPECT_THAT(ParseError("[retention]\nbatch_size = 0\n"),
+              HasSubstr("retention.batch_size: expected an integer in [1, "
+                        "1000000], got 0 (line 2)"));
+  EXPECT_THAT(OverrideError("retention.succeeded=1w"),
+              HasSubstr("retention.succeeded"));
+  EXPECT_THAT(ParseError("[retention]\nkeep = \"1d\"\n"),
+              HasSubstr("unknown key"));
+}
+
+TEST(RetentionConfigTest, ValidateNamesTheField) {
+  Options options = DocumentedDefaults();
+  options.retention_dead = Duration(-1);
+  EXPECT_THAT(options.Validate().ToString(), HasSubstr("retention.dead"));
+  options = DocumentedDefaults();
+  options.retention_interval = std::chrono::milliseconds(10);
+  EXPECT_THAT(options.Validate().ToString(), HasSubstr("retention.interval"));
+  options = DocumentedDefaults();
+  options.retention_batch_size = 0;
+  EXPECT_THAT(options.Validate().ToString(), HasSubstr("retention.batch_size"));
 }
 
 }  // namespace

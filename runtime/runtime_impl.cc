@@ -8,6 +8,7 @@
 
 #include "actors/reader.h"
 #include "actors/recovery.h"
+#include "actors/retention.h"
 #include "actors/scheduler.h"
 #include "actors/worker.h"
 #include "actors/writer.h"
@@ -526,8 +527,80 @@ Status RuntimeImpl::Start() {
   }
   dispatch.workers = workers_;
   caf::anon_send(scheduler_, actors::start_atom::value, std::move(dispatch));
+  StartRetention();
   return Status::OK();
 }
+
+void RuntimeImpl::StartRetention() {
+  using FailedTasks = actors::ControlCommand::FailedTasks;
+  actors::RetentionConfig config;
+  const actors::RetentionRule rules[] = {
+      {"succeeded", TaskStatus::kSucceeded, FailedTasks::kAll,
+       options_.retention_succeeded.count()},
+      {"failed", TaskStatus::kFailed, FailedTasks::kNotOutOfAttempts,
+       options_.retention_failed.count()},
+      {"dead", TaskStatus::kFailed, FailedTasks::kOutOfAttempts,
+       options_.retention_dead.count()},
+      {"cancelled", TaskStatus::kCancelled, FailedTasks::kAll,
+       options_.retention_cancelled.count()},
+  };
+  for (const actors::RetentionRule& rule : rules) {
+    if (rule.age_us > 0) config.rules.push_back(rule);
+  }
+  if (config.rules.empty()) return;
+  config.writer = writer_;
+  config.clock = clock_;
+  config.interval_us = options_.retention_interval.count();
+  config.batch_size = options_.retention_batch_size;
+  config.after_step = hooks_.after_retention_step;
+  retention_ = actors::SpawnRetention(*actor_system_, std::move(config));
+  actors::retention_actor retention = retention_;
+  retention_listener_ = clock_->AddListener(
+      [retention] { caf::anon_send(retention, actors::tick_atom::value); });
+}
+
+void RuntimeImpl::StopRetention() {
+  if (!retention_) return;
+  clock_->RemoveListener(retention_listener_);
+  Promise<void> stopped;
+  caf::anon_send(
+      retention_, actors::stop_atom::value,
+      Completion([stopped](const Status& s) { stopped.Set(Result<void>(s)); }));
+  // A step at the writer answers after its commit.
+  Status s = Await(stopped);
+  if (!s.ok()) Logger()->warn("close: retention: {}", s.ToString());
+  caf::anon_send_exit(retention_, caf::exit_reason::user_shutdown);
+  retention_ = nullptr;
+}
+
+namespace {
+
+// The longest EnqueueOptions::unique_for.
+constexpr Duration kMaxUniqueFor = std::chrono::hours(24 * 3650);
+
+// Why the uniqueness options of a task are refused, naming the argument;
+// empty when they are fine.
+std::string UniquenessError(const EnqueueOptions& options) {
+  using OnDuplicate = EnqueueOptions::OnDuplicate;
+  if (options.unique_for < Duration(0) || options.unique_for > kMaxUniqueFor) {
+    return "unique_for must be between 0 and 3650 days, got " +
+           std::to_string(options.unique_for.count()) + " us";
+  }
+  if (options.unique_for > Duration(0) && options.dedup_key.empty()) {
+    return "unique_for needs a dedup_key: it reserves that key";
+  }
+  if (static_cast<uint8_t>(options.on_duplicate) >
+      static_cast<uint8_t>(OnDuplicate::kReplacePayload)) {
+    return "on_duplicate is out of range";
+  }
+  if (options.on_duplicate != OnDuplicate::kKeepExisting &&
+      options.dedup_key.empty()) {
+    return "on_duplicate needs a dedup_key: it acts on that key's holder";
+  }
+  return {};
+}
+
+}  // namespace
 
 Result<actors::NewTask> RuntimeImpl::Prepare(TaskSpec& task,
                                              const std::string& what,
@@ -586,6 +659,10 @@ Result<actors::NewTask> RuntimeImpl::Prepare(TaskSpec& task,
     }
   }
 
+  if (std::string why = UniquenessError(options); !why.empty()) {
+    return invalid(why);
+  }
+
   actors::NewTask out;
   out.type = std::move(task.type);
   out.payload = std::move(task.payload);
@@ -599,6 +676,9 @@ Result<actors::NewTask> RuntimeImpl::Prepare(TaskSpec& task,
   out.group = std::move(options.group);
   out.dedup_key = std::move(options.dedup_key);
   out.idempotency_key = std::move(options.idempotency_key);
+  out.unique_for_us = options.unique_for.count();
+  out.replace_payload =
+      options.on_duplicate == EnqueueOptions::OnDuplicate::kReplacePayload;
   // Duplicates are dropped, keeping the first occurrence's place.
   for (TaskId dep : options.depends_on) {
     if (std::find(out.depends_on.begin(), out.depends_on.end(), dep) ==
@@ -826,6 +906,7 @@ void RuntimeImpl::RunClose(Promise<void> promise) {
     return Completion([p](const Status& s) { p.Set(Result<void>(s)); });
   };
 
+  StopRetention();
   Status result;
   bool handlers_stuck = false;
   Promise<void> stopped;

@@ -160,6 +160,10 @@ class RuntimeImpl final : public Runtime {
   void StartWriter();
   Result<actors::RecoveryResult> Recover();
   void StartScheduler(actors::RecoveryResult recovered);
+  // Start: the retention actor, unless every retention age is 0.
+  void StartRetention();
+  // Close: no retention step after this returns.
+  void StopRetention();
   // Opens the start log (storage/start_log.h) for recovery, and after
   // recovery starts this process's records in it. Without one (an
   // in-memory store, or a file that cannot be made), recovery counts every
@@ -257,6 +261,9 @@ class RuntimeImpl final : public Runtime {
   actors::reader_pool_actor readers_;
   std::vector<actors::worker_actor> workers_;
   uint64_t clock_listener_ = 0;
+  // Spawned by Start unless every retention age is 0 (keep forever).
+  actors::retention_actor retention_;
+  uint64_t retention_listener_ = 0;
 
   std::atomic<uint64_t> next_id_{1};
 

@@ -24,6 +24,9 @@ struct TestHooks {
   // for `recovered`), so that spool-bench can measure what keeping them
   // costs.
   bool collect_statistics = true;
+  // Called after each retention step (Options::retention_*) committed,
+  // with how many tasks it deleted, on the retention actor's thread.
+  std::function<void(uint64_t deleted)> after_retention_step;
 };
 
 // Runtime::Open with hooks.

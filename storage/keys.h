@@ -80,7 +80,8 @@ enum class IndexKind : char {
   kType = 't',
   // (group, id) -> status (1 byte). Only tasks with a group.
   kGroup = 'g',
-  // dedup key -> id (8 bytes). Only active tasks with a dedup key.
+  // dedup key -> id (8 bytes). Active tasks with a dedup key, and finished
+  // ones that reserved theirs (unique_for) until the writer releases it.
   kDedup = 'd',
   // (dependency id, waiting id) -> "". Waiting tasks, one per dependency.
   kWaiting = 'w',

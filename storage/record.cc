@@ -75,6 +75,12 @@ std::string CutError(std::string_view error) {
   return std::string(error.substr(0, cut)) + std::string(kMark);
 }
 
+bool HoldsReservation(const StateRecord& state, int64_t now_us) {
+  return IsTerminal(state.status) && state.unique_for_us > 0 &&
+         !state.stored_dedup_key.empty() &&
+         now_us < state.updated_us + state.unique_for_us;
+}
+
 void RecordFailure(StateRecord* state, uint32_t attempt, int64_t at_us,
                    std::string_view error) {
   state->last_error = CutError(error);
@@ -158,6 +164,7 @@ void EncodeState(const StateRecord& state,
   // Both default to absent, so a state without them is as long as before.
   table.add_snoozes(state.snoozes);
   if (!result.IsNull()) table.add_result(result);
+  table.add_unique_for_us(state.unique_for_us);
   builder->Finish(table.Finish(), kStateIdentifier);
 }
 
@@ -318,6 +325,7 @@ Status DecodeState(TaskId id, std::string_view bytes, StateRecord* state) {
     state->result.emplace(reinterpret_cast<const char*>(result->data()),
                           result->size());
   }
+  state->unique_for_us = table->unique_for_us();
   // Failures not yet written belong to the record this one replaces.
   state->new_failures.clear();
   return Status::OK();

@@ -84,11 +84,19 @@ struct StateRecord {
   uint32_t snoozes = 0;
   // Set on success when the handler set a result.
   std::optional<std::string> result;
+  // How long after the task finishes (updated_us) its dedup key stays
+  // reserved for it (EnqueueOptions::unique_for); 0 for not at all.
+  int64_t unique_for_us = 0;
   // Not stored in the state: the failed attempts this change recorded
   // (RecordFailure), which WriteTxn::Update writes into the task's failure
   // history. Empty in a state read from storage.
   std::vector<FailureEntry> new_failures;
 };
+
+// Whether a finished task's dedup key is still reserved for it at `now_us`
+// (EnqueueOptions::unique_for). False for an active task: it holds its key
+// by being active.
+bool HoldsReservation(const StateRecord& state, int64_t now_us);
 
 // Records a failed attempt: sets last_error (cut to kMaxErrorBytes) and
 // adds the attempt to the failures the next Update writes.

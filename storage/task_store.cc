@@ -260,7 +260,12 @@ std::vector<IndexEntry> IndexEntriesOf(const StateRecord& state) {
     entries.push_back({GroupIndexKey(state.stored_group, state.id),
                        std::string(1, static_cast<char>(state.status))});
   }
-  if (!state.stored_dedup_key.empty() && IsActive(state.status)) {
+  // A finished task keeps its key while it may still hold a reservation
+  // (unique_for): whether the window is still open depends on the time, so
+  // the writer judges that at each lookup and releases a closed one
+  // (unique_for_us set to 0), which removes the entry.
+  if (!state.stored_dedup_key.empty() &&
+      (IsActive(state.status) || state.unique_for_us > 0)) {
     entries.push_back(
         {DedupIndexKey(state.stored_dedup_key), IdValue(state.id)});
   }
@@ -1780,6 +1785,26 @@ void WriteTxn::Update(StateRecord state) {
   }
   state.new_failures.clear();
   entry->after = std::move(state);
+}
+
+Status WriteTxn::ReplacePayload(TaskId id, std::string payload,
+                                uint32_t payload_version) {
+  auto it = entries_.find(id);
+  assert(it != entries_.end() && it->second.after &&
+         "ReplacePayload requires a prior Update");
+  Entry& entry = it->second;
+  if (!entry.spec) {
+    std::string bytes;
+    Status s = store_->GetSpec(id, &bytes);
+    if (s.ok()) s = DecodeSpec(id, bytes, &entry.spec.emplace());
+    if (!s.ok()) {
+      entry.spec.reset();
+      return s;
+    }
+  }
+  entry.spec->payload = std::move(payload);
+  entry.spec->payload_version = payload_version;
+  return Status::OK();
 }
 
 void WriteTxn::Delete(TaskId id) {

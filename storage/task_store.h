@@ -516,6 +516,12 @@ class WriteTxn {
   // failures it recorded (state.new_failures) into its history.
   void Update(StateRecord state);
 
+  // Rewrites the spec of a task whose new state this transaction staged
+  // (Update) with another payload and payload version; everything else in
+  // it stays. The error of reading the stored spec, if any.
+  Status ReplacePayload(TaskId id, std::string payload,
+                        uint32_t payload_version);
+
   // Stages the removal of a task read with GetState: its spec, state,
   // failure history and index entries.
   void Delete(TaskId id);

@@ -1,3 +1,6 @@
+#include <string>
+#include <utility>
+
 #include <spool/options.h>
 
 namespace spool {
@@ -212,6 +215,33 @@ Status ValidatePerTypeAndGroup(const Options& options) {
           "groups." + NameForMessage(group) +
           ".concurrency must be in [0, 1000000], got " + std::to_string(limit));
     }
+namespace {
+
+// The [retention] settings: each age within [0, 3650 days], the interval
+// within [1 s, 1 day], the batch within [1, 1000000].
+Status ValidateRetention(const Options& o) {
+  using std::chrono::hours;
+  for (const auto& [name, age] :
+       {std::pair<const char*, Duration>{"succeeded", o.retention_succeeded},
+        {"failed", o.retention_failed},
+        {"dead", o.retention_dead},
+        {"cancelled", o.retention_cancelled}}) {
+    if (age < Duration(0) || age > hours(24 * 3650)) {
+      return Status::InvalidArgument(std::string("retention.") + name +
+                                     " must be between 0 and 3650 days, got " +
+                                     std::to_string(age.count()) + " us");
+    }
+  }
+  if (o.retention_interval < std::chrono::seconds(1) ||
+      o.retention_interval > hours(24)) {
+    return Status::InvalidArgument(
+        "retention.interval must be between 1 second and 1 day, got " +
+        std::to_string(o.retention_interval.count()) + " us");
+  }
+  if (o.retention_batch_size < 1 || o.retention_batch_size > 1'000'000) {
+    return Status::InvalidArgument(
+        "retention.batch_size must be in [1, 1000000], got " +
+        std::to_string(o.retention_batch_size));
   }
   return Status::OK();
 }
@@ -298,6 +328,7 @@ Status Options::Validate() const {
     return bad("runtime.close_timeout_ms must be in [0, 86400000], got " +
                std::to_string(close_timeout.count()));
   }
+  if (Status s = ValidateRetention(*this); !s.ok()) return s;
   if (static_cast<int>(log_level) > static_cast<int>(LogLevel::kOff)) {
     return bad("log.level is out of range");
   }

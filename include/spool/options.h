@@ -319,6 +319,36 @@ struct Options {
   // Default: 30 s.
   std::chrono::milliseconds close_timeout = std::chrono::seconds(30);
 
+  // ---- Retention (config section [retention]) ----
+  //
+  // After Start, the runtime deletes finished tasks once they are older
+  // than these (their last change, on `clock`), as Purge would: a bounded
+  // batch at a time, every retention_interval, never a task a waiting task
+  // depends on or one whose dedup key is still reserved (unique_for).
+  // Duration(0) keeps such tasks forever. spool has no status of its own
+  // for dead tasks: a task that failed after its last allowed attempt
+  // (attempts == max_attempts) is `dead` here; one that failed with
+  // attempts left (a permanent error, a dependency that failed) is
+  // `failed`. Each is between 0 and 3650 days.
+
+  // Succeeded tasks. Default: 24 hours.
+  Duration retention_succeeded = std::chrono::hours(24);
+  // Failed tasks that had attempts left. Default: 7 days.
+  Duration retention_failed = std::chrono::hours(24 * 7);
+  // Failed tasks that used every attempt. Default: 30 days.
+  Duration retention_dead = std::chrono::hours(24 * 30);
+  // Cancelled tasks. Default: 7 days.
+  Duration retention_cancelled = std::chrono::hours(24 * 7);
+  // From the start of one pass to the start of the next (at once after a
+  // pass that took longer); the first runs at Start. Between 1 second and
+  // 1 day. Default: 1 minute.
+  Duration retention_interval = std::chrono::minutes(1);
+  // The most index entries one step examines (PurgeOptions::batch_size).
+  // After each step retention waits nine times as long as the step took,
+  // so that it takes about a tenth of the writer's time. Between 1 and
+  // 1_000_000. Default: 1000.
+  size_t retention_batch_size = 1000;
+
   // ---- Time, callbacks and logging ----
 
   // The source of time for timestamps, delays and backoff. Default: null,

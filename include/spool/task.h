@@ -137,8 +137,33 @@ struct EnqueueOptions {
   // While a task with this key is active (not succeeded, failed or
   // cancelled), enqueueing another with the same key stores nothing and
   // resolves with the active task's id. The key is free again once that task
-  // ends. Default: none.
+  // ends, or once its unique_for has passed. Default: none.
   std::string dedup_key;
+
+  // With a dedup_key: how long, after the task with that key finishes
+  // (succeeded, failed or cancelled), the key stays reserved for it, as
+  // while it was active: an Enqueue with the same key within this time
+  // stores nothing and resolves with the finished task's id. The window
+  // runs from the finish and is stored with the task, so it holds across
+  // restarts; Purge and retention keep the task while it is open (Delete
+  // by id drops it). Must be >= 0 and at most 3650 days; nonzero needs a
+  // dedup_key. Default: 0 (the key is free once the task ends).
+  Duration unique_for = Duration(0);
+
+  // What an Enqueue that meets its dedup_key's holder does.
+  enum class OnDuplicate : uint8_t {
+    // Nothing: the holder stays as it is.
+    kKeepExisting = 0,
+    // When the holder has not started (pending, retry_scheduled, waiting
+    // or held), its payload (and payload version) become this task's, in
+    // the same write as the lookup, so a handler that starts it sees the
+    // new payload; priority, run_at, group and every other field stay the
+    // holder's. A running or finished holder is left as kKeepExisting
+    // leaves it. Either way the Enqueue resolves with the holder's id.
+    kReplacePayload = 1,
+  };
+  // Needs a dedup_key when not kKeepExisting. Default: kKeepExisting.
+  OnDuplicate on_duplicate = OnDuplicate::kKeepExisting;
 
   // Stored and shown to the handler (TaskContext::idempotency_key); it never
   // deduplicates. Default: none.
@@ -246,7 +271,8 @@ struct Ticket {
   // Resolves with the task's id once the task is durable (on disk in sync
   // mode), or with the error that kept it from being stored. When the task
   // was deduplicated (EnqueueOptions::dedup_key), it resolves with the id of
-  // the active task that holds the key, and nothing new is stored.
+  // the task that holds the key (active, or finished within its unique_for),
+  // and nothing new is stored (but see EnqueueOptions::on_duplicate).
   Future<TaskId> stored;
 };
 
@@ -261,7 +287,9 @@ struct BatchTicket {
   Future<std::vector<TaskId>> stored;
 };
 
-// Which finished tasks Purge removes.
+// Which finished tasks Purge removes. A task whose dedup key is still
+// reserved (EnqueueOptions::unique_for) is kept until its window closes,
+// and so is a task that a waiting task depends on.
 struct PurgeOptions {
   // Terminal statuses only (succeeded, failed, cancelled).
   // Default: succeeded.
