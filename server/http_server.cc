@@ -422,7 +422,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
   Response ErrorFor(const Status& s) const {
     auto [status, code] = ErrorOf(s);
-    return Error(status, code, s.message(), version_);
+    Response res = Error(status, code, s.message(), version_);
+    // Busy is the writer's bound on enqueues not yet durable: room frees as
+    // the disk catches up, so the client may come back shortly.
+    if (s.IsBusy()) res.set(bhttp::field::retry_after, "1");
+    return res;
   }
 
   // From any thread: answers the request in flight. The response moves

@@ -215,6 +215,12 @@ Status ValidatePerTypeAndGroup(const Options& options) {
           "groups." + NameForMessage(group) +
           ".concurrency must be in [0, 1000000], got " + std::to_string(limit));
     }
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
 namespace {
 
 // The [retention] settings: each age within [0, 3650 days], the interval
