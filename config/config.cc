@@ -1176,7 +1176,7 @@ void SetTypeField(std::string_view name, const FieldValue& value,
   } else if (name == "rate_limit.period_ms") {
     type->rate_limit_period = Millis(value.integer);
   } else if (name == "gates") {
-    type->requires_gates = value.names;
+    type->requires_gates.emplace(value.names);
   }
 }
 

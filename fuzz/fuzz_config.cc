@@ -162,6 +162,11 @@ void CheckDescribeRoundTrip(const Options& options) {
   // Nor for type and group names that are not (an override may set them).
   for (const auto& [name, type] : options.types) {
     if (!IsValidUtf8(name)) return;
+    // Nor gate names, which an override may set to any bytes too.
+    for (const std::string& gate :
+         type.requires_gates.value_or(std::vector<std::string>{})) {
+      if (!IsValidUtf8(gate)) return;
+    }
   }
   for (const auto& [name, limit] : options.group_limits) {
     if (!IsValidUtf8(name)) return;

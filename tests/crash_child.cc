@@ -126,7 +126,7 @@ int Suicide(const std::string& dir, bool enqueue) {
 int Controls(const std::string& dir) {
   auto runtime = OpenAt(dir);
   spool::HandlerOptions gated;
-  gated.requires_gates = {"g"};
+  gated.requires_gates.emplace(std::vector<std::string>{"g"});
   auto ok = [](spool::TaskContext&) { return spool::Status::OK(); };
   spool::Status s = runtime->RegisterHandler("work", ok);
   if (s.ok()) s = runtime->RegisterHandler("gated", ok, gated);

@@ -253,7 +253,7 @@ TEST(CrashTest, PausesAndGatesSurviveSigkill) {
     return Status::OK();
   };
   HandlerOptions needs_gate;
-  needs_gate.requires_gates = {"g"};
+  needs_gate.requires_gates.emplace(std::vector<std::string>{"g"});
   ASSERT_TRUE(runtime->RegisterHandler("work", count).ok());
   ASSERT_TRUE(runtime->RegisterHandler("gated", count, needs_gate).ok());
   ASSERT_TRUE(runtime->Start().ok());

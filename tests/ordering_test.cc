@@ -410,7 +410,7 @@ namespace {
 TEST(GateTest, AClosedGateHoldsItsTypesAndADeferralClosesIt) {
   Harness h(2);
   HandlerOptions needs_network;
-  needs_network.requires_gates = {"network"};
+  needs_network.requires_gates.emplace(std::vector<std::string>{"network"});
   std::atomic<int> calls{0};
   ASSERT_TRUE(h.runtime()
                   .RegisterHandler(

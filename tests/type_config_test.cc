@@ -196,7 +196,7 @@ TEST(TypeConfigTest, GatesFromTheFileHoldATypeAndCodeWinsOverThem) {
             "[types.coded]\ngates = [\"network\"]\n");
   h.RegisterRecorder("upload");
   HandlerOptions no_gates;
-  no_gates.requires_gates = std::vector<std::string>{};
+  no_gates.requires_gates.emplace();
   h.RegisterRecorder("coded", no_gates);
   ASSERT_TRUE(h.runtime().SetGate("network", false).ok());
   TaskId upload = h.Put("upload", "upload");
