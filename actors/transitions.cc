@@ -124,6 +124,7 @@ void PrepareManualRetry(storage::StateRecord* record,
   }
   record->attempts = 0;
   record->snoozes = 0;
+  record->interrupted_attempts = 0;
   record->result.reset();
   record->cancel_requested = false;
   record->handoff_reference.clear();
@@ -264,6 +265,7 @@ void Settle(storage::StateRecord* record, const Outcome& outcome,
 
 void Interrupt(storage::StateRecord* record, int64_t now_us,
                double unit_random) {
+  record->interrupted_attempts += 1;
   if (record->cancel_requested) {
     if (record->attempts == 0) record->attempts = 1;
     storage::RecordFailure(record, record->attempts, now_us, kInterruptedError);

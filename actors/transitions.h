@@ -97,7 +97,9 @@ void Claim(storage::StateRecord* record, int64_t now_us);
 void Settle(storage::StateRecord* record, const Outcome& outcome,
             int64_t now_us, double unit_random);
 
-// Records an attempt that a crash interrupted, then reschedules the task or
+// Records an attempt that a crash interrupted (counted in attempts and in
+// interrupted_attempts, with a kInterruptedError failure line), then
+// reschedules the task or
 // fails it when it is out of attempts; a task asked to stop is cancelled
 // instead. REQUIRES: status running, not handed off.
 void Interrupt(storage::StateRecord* record, int64_t now_us,

@@ -180,6 +180,9 @@ TEST(TransitionsTest, InterruptedAttemptsCountAndEventuallyFail) {
   Interrupt(&record, 200, 0.0);
   EXPECT_EQ(record.status, TaskStatus::kFailed);
   EXPECT_EQ(record.attempts, 2u);
+  EXPECT_EQ(record.interrupted_attempts, 2u);
+  PrepareManualRetry(&record, std::nullopt, 300);
+  EXPECT_EQ(record.interrupted_attempts, 0u) << "counted since the retry";
 }
 
 TEST(RetryPolicyTest, DelaysAndValidation) {

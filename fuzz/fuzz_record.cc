@@ -129,6 +129,7 @@ bool SameState(const StateRecord& a, const StateRecord& b) {
          a.depends_on == b.depends_on &&
          a.on_dependency_failure == b.on_dependency_failure &&
          a.timeout_us == b.timeout_us && a.snoozes == b.snoozes &&
+         a.interrupted_attempts == b.interrupted_attempts &&
          a.result == b.result;
 }
 
@@ -462,6 +463,7 @@ void CheckJson(const Decoded& task, PayloadFormat format,
                                          "attempts",
                                          "max_attempts",
                                          "snoozes",
+                                         "interrupted_attempts",
                                          "created_at",
                                          "updated_at",
                                          "next_attempt_at",
@@ -494,6 +496,8 @@ void CheckJson(const Decoded& task, PayloadFormat format,
   CheckNumber(*doc, "attempts", std::to_string(state.attempts));
   CheckNumber(*doc, "max_attempts", std::to_string(state.max_attempts));
   CheckNumber(*doc, "snoozes", std::to_string(state.snoozes));
+  CheckNumber(*doc, "interrupted_attempts",
+              std::to_string(state.interrupted_attempts));
   CheckTime(*doc->Find("created_at"), "created_at", spec.created_us);
   CheckTime(*doc->Find("updated_at"), "updated_at", state.updated_us);
   const JsonValue* next = doc->Find("next_attempt_at");
@@ -585,7 +589,10 @@ void CheckTaskInfo(const TaskView& view, const Decoded& task) {
           info.cancel_requested == state.cancel_requested &&
           info.handoff_reference == state.handoff_reference &&
           info.payload_version == spec.payload_version &&
-          info.snoozes == state.snoozes && info.result == state.result,
+          info.snoozes == state.snoozes &&
+          info.interrupted_attempts == state.interrupted_attempts &&
+          info.unique_for.count() == state.unique_for_us &&
+          info.result == state.result,
       "FillTaskInfo differs from the decoded values");
   FUZZ_CHECK(info.next_attempt_at.has_value() == (state.next_attempt_us != 0),
              "next_attempt_at presence");

@@ -662,6 +662,11 @@ Result<actors::NewTask> RuntimeImpl::Prepare(TaskSpec& task,
   if (std::string why = UniquenessError(options); !why.empty()) {
     return invalid(why);
   }
+  if (options.depends_on.size() > kMaxDependencies) {
+    return invalid(
+        "depends_on has " + std::to_string(options.depends_on.size()) +
+        " entries; the limit is " + std::to_string(kMaxDependencies));
+  }
 
   actors::NewTask out;
   out.type = std::move(task.type);

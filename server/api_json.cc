@@ -206,6 +206,22 @@ Status ParseTask(json& value, const std::string& prefix, TaskSpec* spec) {
       s = GetString(member, name, &o.dedup_key);
     } else if (key == "idempotency_key") {
       s = GetString(member, name, &o.idempotency_key);
+    } else if (key == "unique_for_ms") {
+      int64_t ms = 0;
+      s = GetInteger(member, name, &ms, 0, int64_t{3650} * 86'400'000);
+      o.unique_for = std::chrono::milliseconds(ms);
+    } else if (key == "on_duplicate") {
+      std::string text;
+      s = GetString(member, name, &text);
+      if (s.ok()) {
+        if (text == "keep") {
+          o.on_duplicate = EnqueueOptions::OnDuplicate::kKeepExisting;
+        } else if (text == "replace_payload") {
+          o.on_duplicate = EnqueueOptions::OnDuplicate::kReplacePayload;
+        } else {
+          s = FieldError(name, "expected \"keep\" or \"replace_payload\"");
+        }
+      }
     } else if (key == "depends_on") {
       if (!member.is_array()) {
         s = FieldError(name, "expected an array of task ids");
@@ -243,8 +259,9 @@ Status ParseTask(json& value, const std::string& prefix, TaskSpec* spec) {
       s = FieldError(
           name,
           "unknown field; a task takes type, payload, payload_base64, "
-          "priority, delay_ms, run_at, group, dedup_key, idempotency_key, "
-          "depends_on, on_dependency_failure, retry and timeout_ms");
+          "priority, delay_ms, run_at, group, dedup_key, unique_for_ms, "
+          "on_duplicate, idempotency_key, depends_on, on_dependency_failure, "
+          "retry and timeout_ms");
     }
     if (!s.ok()) return s;
   }

@@ -1035,7 +1035,8 @@ TEST(TaskJsonTest, SampleTaskWithEmbeddedJsonPayload) {
       R"({"id":42,"type":"email.send","status":"retry_scheduled",)"
       R"("priority":-7,"group":"tenant-9","dedup_key":null,)"
       R"("idempotency_key":"k\"1","attempts":2,"max_attempts":5,)"
-      R"("snoozes":0,"created_at":"2024-02-29T13:05:09.000123Z",)"
+      R"("snoozes":0,"interrupted_attempts":0,)"
+      R"("created_at":"2024-02-29T13:05:09.000123Z",)"
       R"("updated_at":"2024-02-29T13:05:10.500000Z",)"
       R"("next_attempt_at":"2024-02-29T13:06:10.000000Z","sequence":99,)"
       R"("last_error":"timeout\n\"smtp\"","failures":[)"
@@ -1112,6 +1113,7 @@ TEST(TaskJsonTest, EmptyOptionalFieldsAreNull) {
             R"({"id":7,"type":"t","status":"pending","priority":0,)"
             R"("group":null,"dedup_key":null,"idempotency_key":null,)"
             R"("attempts":0,"max_attempts":1,"snoozes":0,)"
+            R"("interrupted_attempts":0,)"
             R"("created_at":"1970-01-01T00:00:00.000000Z",)"
             R"("updated_at":"1970-01-01T00:00:00.000000Z",)"
             R"("next_attempt_at":null,"sequence":0,"last_error":null,)"
@@ -1124,9 +1126,12 @@ TEST(TaskJsonTest, ResultFollowsThePayloadsRuleAndSnoozesAreCounted) {
   SampleTask t = Sample();
   t.state.status = TaskStatus::kSucceeded;
   t.state.snoozes = 3;
+  t.state.interrupted_attempts = 1;
   t.state.result = " {\"sum\": 7} ";
   std::string json = TaskJson(t, PayloadFormat::kJson);
-  EXPECT_NE(json.find(R"("max_attempts":5,"snoozes":3,)"), std::string::npos)
+  EXPECT_NE(json.find(R"("max_attempts":5,"snoozes":3,)"
+                      R"("interrupted_attempts":1,)"),
+            std::string::npos)
       << json;
   EXPECT_NE(json.find(R"("result":{"sum": 7},"payload":)"), std::string::npos)
       << json;

@@ -165,6 +165,7 @@ void EncodeState(const StateRecord& state,
   table.add_snoozes(state.snoozes);
   if (!result.IsNull()) table.add_result(result);
   table.add_unique_for_us(state.unique_for_us);
+  table.add_interrupted_attempts(state.interrupted_attempts);
   builder->Finish(table.Finish(), kStateIdentifier);
 }
 
@@ -326,6 +327,7 @@ Status DecodeState(TaskId id, std::string_view bytes, StateRecord* state) {
                           result->size());
   }
   state->unique_for_us = table->unique_for_us();
+  state->interrupted_attempts = table->interrupted_attempts();
   // Failures not yet written belong to the record this one replaces.
   state->new_failures.clear();
   return Status::OK();
@@ -474,6 +476,8 @@ void FillTaskInfo(const TaskView& task, TaskInfo* info, bool with_payload) {
   info->handoff_reference = AsString(state.handoff_reference());
   info->payload_version = spec.payload_version();
   info->snoozes = state.snoozes();
+  info->interrupted_attempts = state.interrupted_attempts();
+  info->unique_for = Duration(state.unique_for_us());
   info->result.reset();
   if (const auto* result = state.result(); result != nullptr && with_payload) {
     info->result.emplace(reinterpret_cast<const char*>(result->data()),

@@ -87,6 +87,9 @@ struct StateRecord {
   // How long after the task finishes (updated_us) its dedup key stays
   // reserved for it (EnqueueOptions::unique_for); 0 for not at all.
   int64_t unique_for_us = 0;
+  // Attempts interrupted by a crash since the enqueue or the last manual
+  // retry (each also counted in `attempts`).
+  uint32_t interrupted_attempts = 0;
   // Not stored in the state: the failed attempts this change recorded
   // (RecordFailure), which WriteTxn::Update writes into the task's failure
   // history. Empty in a state read from storage.

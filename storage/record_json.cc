@@ -163,6 +163,8 @@ void WriteTaskJson(const TaskView& task, PayloadFormat format,
   w.Uint(state.max_attempts());
   w.LiteralKey("snoozes");
   w.Uint(state.snoozes());
+  w.LiteralKey("interrupted_attempts");
+  w.Uint(state.interrupted_attempts());
   w.LiteralKey("created_at");
   WriteTime(&w, spec.created_us());
   w.LiteralKey("updated_at");

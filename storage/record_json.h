@@ -15,6 +15,8 @@
 //   "attempts"         number
 //   "max_attempts"     number
 //   "snoozes"          number (TaskContext::Snooze)
+//   "interrupted_attempts"  number: of "attempts", those a crash interrupted
+//                      (TaskInfo::interrupted_attempts)
 //   "created_at"       string, RFC 3339 UTC with microseconds
 //   "updated_at"       string, likewise
 //   "next_attempt_at"  string, likewise, or null when the task may start now

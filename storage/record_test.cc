@@ -219,6 +219,7 @@ TEST(RecordTest, StateRoundTripKeepsEveryField) {
   EXPECT_EQ(out.on_dependency_failure, in.on_dependency_failure);
   EXPECT_EQ(out.timeout_us, in.timeout_us);
   EXPECT_EQ(out.snoozes, 0u);
+  EXPECT_EQ(out.interrupted_attempts, 0u);
   EXPECT_EQ(out.result, std::nullopt);
   EXPECT_TRUE(out.new_failures.empty());
 
@@ -230,6 +231,12 @@ TEST(RecordTest, StateRoundTripKeepsEveryField) {
       fb::TaskState::VT_SNOOZES));
   EXPECT_FALSE(reinterpret_cast<const flatbuffers::Table*>(table)->CheckField(
       fb::TaskState::VT_RESULT));
+  EXPECT_FALSE(reinterpret_cast<const flatbuffers::Table*>(table)->CheckField(
+      fb::TaskState::VT_INTERRUPTED_ATTEMPTS));
+  in.interrupted_attempts = 3;
+  ASSERT_TRUE(DecodeState(42, EncodeState(in), &out).ok());
+  EXPECT_EQ(out.interrupted_attempts, 3u);
+  in.interrupted_attempts = 0;
   // With them, both survive; an empty result is a result.
   in.snoozes = 7;
   for (const std::string& result :

@@ -138,6 +138,7 @@ TEST(CrashTest, AnInterruptedAttemptIsInTheHistoryAndTheNextAttemptIsTold) {
     ASSERT_EQ(info->failures.size(), 1u) << id;
     EXPECT_EQ(info->failures[0].attempt, 1u);
     EXPECT_EQ(info->failures[0].error, kInterruptedAttemptError);
+    EXPECT_EQ(info->interrupted_attempts, 1u);
   }
   std::mutex mutex;
   std::map<TaskId, std::vector<bool>> told;  // per attempt, in order
@@ -317,6 +318,17 @@ TEST(CrashTest, AHandlerThatKillsItsProcessEndsFailedWithoutLooping) {
   ASSERT_TRUE(counts.ok());
   EXPECT_EQ(counts->of(TaskStatus::kFailed), 1u);
   EXPECT_EQ(counts->total(), 1u);
+  // Every attempt was interrupted, and the task says so exactly.
+  TaskQuery failed;
+  failed.status = TaskStatus::kFailed;
+  auto page = Await(runtime->ListTasks(failed));
+  ASSERT_TRUE(page.ok() && page->tasks.size() == 1u);
+  EXPECT_EQ(page->tasks[0].attempts, 3u);
+  EXPECT_EQ(page->tasks[0].interrupted_attempts, 3u);
+  auto json = Await(runtime->GetTaskJson(page->tasks[0].id));
+  ASSERT_TRUE(json.ok());
+  EXPECT_NE(json->find("\"interrupted_attempts\":3,"), std::string::npos)
+      << *json;
 }
 
 TEST(CrashTest, ASecondProcessCannotOpenAHeldDirectory) {

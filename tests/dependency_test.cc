@@ -122,6 +122,22 @@ TEST(DependencyTest, DependenciesAreJudgedAtEnqueue) {
   EXPECT_NE(missing.status().message().find("987654"), std::string::npos);
 }
 
+TEST(DependencyTest, TheDependencyListIsBounded) {
+  Harness h(1);
+  RegisterOkAndBad(h);
+  TaskId done = h.Put("ok", "done");
+  // The bound counts entries as given: duplicates are dropped only after.
+  std::vector<TaskId> at_limit(kMaxDependencies, done);
+  EXPECT_TRUE(
+      Await(h.runtime().Enqueue("ok", "x", After(at_limit)).stored).ok());
+  std::vector<TaskId> over(kMaxDependencies + 1, done);
+  auto refused = Await(h.runtime().Enqueue("ok", "x", After(over)).stored);
+  EXPECT_TRUE(refused.status().IsInvalidArgument());
+  EXPECT_NE(refused.status().message().find("depends_on has 1001 entries"),
+            std::string::npos)
+      << refused.status().ToString();
+}
+
 TEST(DependencyTest, CancellingAMiddleTaskSettlesItsDependents) {
   Harness h(1);
   RegisterOkAndBad(h);

@@ -170,7 +170,8 @@ struct EnqueueOptions {
   std::string idempotency_key;
 
   // Tasks that must finish first. Each must already exist, or come earlier in
-  // the same EnqueueBatch. Duplicates are dropped. Default: none.
+  // the same EnqueueBatch. Duplicates are dropped. At most
+  // kMaxDependencies entries (InvalidArgument otherwise). Default: none.
   std::vector<TaskId> depends_on;
 
   // What happens when a dependency fails or is cancelled. Default: kCancel.
@@ -180,6 +181,12 @@ struct EnqueueOptions {
   // Default: the handler's timeout (none unless set).
   std::optional<Duration> timeout;
 };
+
+// The most entries EnqueueOptions::depends_on may hold. Each dependency is
+// stored with the task and checked at enqueue, and each finishing
+// dependency rewrites its dependents' states, so the list is bounded like
+// every other size a caller controls.
+inline constexpr size_t kMaxDependencies = 1000;
 
 // One task to enqueue: a registered type name, an opaque payload and options.
 struct TaskSpec {
@@ -192,9 +199,10 @@ struct TaskSpec {
 // (the process stopped, or the machine did, while its handler ran): it is
 // the task's last_error and one entry of its failure history, like the error
 // of an attempt that failed, and the attempt counts. A handler sees it as
-// TaskContext::previous_attempt_interrupted(). Part of the contract: compare
-// with it to count interrupted attempts in TaskInfo::failures. A claim whose
-// handler never started is not an attempt and leaves no entry.
+// TaskContext::previous_attempt_interrupted(). Part of the contract: the
+// failure history's lines with this error are the interrupted attempts it
+// still holds, and TaskInfo::interrupted_attempts counts all of them. A
+// claim whose handler never started is not an attempt and leaves no entry.
 inline constexpr std::string_view kInterruptedAttemptError =
     "interrupted: the process stopped while the task was running";
 
@@ -244,6 +252,15 @@ struct TaskInfo {
   // Times its handler snoozed it (TaskContext::Snooze) since it was
   // enqueued or last retried by hand.
   uint32_t snoozes = 0;
+  // Of `attempts`, those a crash interrupted: the process stopped (or was
+  // killed) while the attempt ran, and recovery at the next open counted
+  // it, with a kInterruptedAttemptError line in the failure history. Unlike
+  // that history, which keeps the latest lines only, this count is exact.
+  // Since the task was enqueued or last retried by hand.
+  uint32_t interrupted_attempts = 0;
+  // EnqueueOptions::unique_for as given at enqueue: how long after the task
+  // finished its dedup key stays reserved for it; zero for not at all.
+  Duration unique_for = Duration(0);
   // What its handler set with TaskContext::SetResult, kept when the task
   // succeeded; empty otherwise.
   std::optional<std::string> result;
