@@ -355,6 +355,10 @@ int Show(const Common& common, const std::string& id_text) {
     std::printf("last error   %s\n", task->last_error.c_str());
   }
   if (task->snoozes > 0) std::printf("snoozes      %u\n", task->snoozes);
+  if (task->interrupted_attempts > 0) {
+    std::printf("interrupted  %u of the attempts (a crash stopped them)\n",
+                task->interrupted_attempts);
+  }
   if (task->result) PrintResult(*task->result);
   std::printf("payload      %zu bytes\n", task->payload.size());
   return kExitOk;
@@ -548,7 +552,11 @@ int PrintConfig(const Common& common, const std::string& file) {
   if (!file.empty()) with_file.config_path = file;
   spool::Options options;
   if (int rc = LoadFor(with_file, &options); rc != kExitOk) return rc;
-  Print(spool::DescribeOptions(options));
+  spool::ConfigSources sources;
+  spool::Status s = spool::LoadConfigSources(with_file.config_path,
+                                             with_file.overrides, &sources);
+  if (!s.ok()) return Fail(kExitUsage, s.ToString());
+  Print(spool::DescribeOptions(options, sources));
   return kExitOk;
 }
 

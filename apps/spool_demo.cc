@@ -68,7 +68,14 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (command_line.print_config) {
-    std::printf("%s", spool::DescribeOptions(options).c_str());
+    spool::ConfigSources sources;
+    s = spool::LoadConfigSources(command_line.config_path,
+                                 command_line.overrides, &sources);
+    if (!s.ok()) {
+      std::fprintf(stderr, "spool-demo: %s\n", s.ToString().c_str());
+      return 1;
+    }
+    std::printf("%s", spool::DescribeOptions(options, sources).c_str());
     return 0;
   }
 

@@ -543,7 +543,13 @@ int Main(int argc, char** argv) {
     return 2;
   }
   if (cl.print_config) {
-    std::fputs(DescribeOptions(options).c_str(), stdout);
+    ConfigSources sources;
+    s = LoadConfigSources(cl.config_path, cl.overrides, &sources);
+    if (!s.ok()) {
+      std::fprintf(stderr, "spool-bench: %s\n", s.ToString().c_str());
+      return 2;
+    }
+    std::fputs(DescribeOptions(options, sources).c_str(), stdout);
     return 0;
   }
   if (!args.worker_system.empty()) {

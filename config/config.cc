@@ -1623,15 +1623,25 @@ std::string RenderNames(const std::vector<std::string>& names) {
   return out + "]";
 }
 
+// "  # Source: ...", the trailing comment naming where `key`'s value came
+// from; empty without sources.
+std::string SourceSuffix(const ConfigSources* sources, const std::string& key) {
+  if (sources == nullptr) return "";
+  return "  # Source: " + sources->Of(key);
+}
+
 // The five retry keys of `policy`, each as "key = value". `given` says
-// which fields the table itself gives; the others are written as comments
-// naming where their value comes from (`inherited`), so that the output
-// reads back to the same given fields.
+// which fields the table itself gives (each followed by its source, with
+// `sources`; `prefix` is the table's dotted name and a dot); the others are
+// written as comments naming where their value comes from (`inherited`), so
+// that the output reads back to the same given fields.
 std::string RenderRetry(const RetryPolicy& policy, const RetrySettings& given,
-                        std::string_view inherited) {
+                        std::string_view inherited,
+                        const ConfigSources* sources,
+                        const std::string& prefix) {
   auto line = [&](bool is_given, const char* key, const std::string& value) {
     std::string text = std::string(key) + " = " + value;
-    if (is_given) return text + "\n";
+    if (is_given) return text + SourceSuffix(sources, prefix + key) + "\n";
     return "# " + text + "  (" + std::string(inherited) + ")\n";
   };
   return line(given.kind.has_value(), "policy",
@@ -1646,11 +1656,19 @@ std::string RenderRetry(const RetryPolicy& policy, const RetrySettings& given,
               RenderFraction(policy.jitter));
 }
 
-// The [retry] section: every key, each with where its value came from.
-std::string DescribeDefaultRetry(const Options& options) {
+// The [retry] section: every key, each with where its value came from (the
+// file's line or --set, given sources; else whether it is the default).
+std::string DescribeDefaultRetry(const Options& options,
+                                 const ConfigSources* sources) {
   const RetryPolicy& retry = options.default_retry;
   const RetryPolicy kBuiltIn;
-  auto source = [](bool is_default) {
+  auto source = [sources](bool is_default, const char* key) -> std::string {
+    if (sources != nullptr) {
+      std::string from = sources->Of(std::string("retry.") + key);
+      return "# Source: " +
+             (from == "default" ? std::string("the built-in default") : from) +
+             ".\n";
+    }
     return is_default ? "# Source: the built-in default.\n"
                       : "# Source: the config (file or --set).\n";
   };
@@ -1661,24 +1679,24 @@ std::string DescribeDefaultRetry(const Options& options) {
   out +=
       "# The policy's kind. Expected: one of \"none\", \"fixed\", "
       "\"exponential\".\n";
-  out += source(retry.kind == kBuiltIn.kind);
+  out += source(retry.kind == kBuiltIn.kind, "policy");
   out += "policy = " + QuoteTomlString(PolicyName(retry.kind)) + "\n";
   out +=
       "# Attempts in all, the first included. Expected: an integer in "
       "[1, 1000000].\n";
-  out += source(retry.max_attempts == kBuiltIn.max_attempts);
+  out += source(retry.max_attempts == kBuiltIn.max_attempts, "attempts");
   out += "attempts = " + std::to_string(retry.max_attempts) + "\n";
   out += "# The first retry's delay, in ms. Expected: 0 to max_ms.\n";
-  out += source(retry.initial_delay == kBuiltIn.initial_delay);
+  out += source(retry.initial_delay == kBuiltIn.initial_delay, "base_ms");
   out += "base_ms = " + RenderMillis(retry.initial_delay) + "\n";
   out += "# The cap on any delay, in ms. Expected: base_ms to " +
          std::to_string(kMaxDelayMs) + " (365 days).\n";
-  out += source(retry.max_delay == kBuiltIn.max_delay);
+  out += source(retry.max_delay == kBuiltIn.max_delay, "max_ms");
   out += "max_ms = " + RenderMillis(retry.max_delay) + "\n";
   out +=
       "# Random spread of exponential delays. Expected: a number in "
       "[0, 1].\n";
-  out += source(retry.jitter == kBuiltIn.jitter);
+  out += source(retry.jitter == kBuiltIn.jitter, "jitter");
   out += "jitter = " + RenderFraction(retry.jitter) + "\n";
   return out;
 }
@@ -1686,8 +1704,12 @@ std::string DescribeDefaultRetry(const Options& options) {
 // One [types.NAME] table: the fields the config gives, and for the others
 // what a handler gets when its code sets none either.
 std::string DescribeType(const std::string& name, const TypeSettings& type,
-                         const Options& options) {
+                         const Options& options, const ConfigSources* sources) {
   std::string table = "types." + QuoteTomlString(name);
+  const std::string dotted = "types." + name + ".";
+  auto from = [&](const char* field) {
+    return SourceSuffix(sources, dotted + field);
+  };
   std::string out = "\n[" + table + "]\n";
   out +=
       "# What handlers of this type get for each HandlerOptions field their "
@@ -1696,42 +1718,88 @@ std::string DescribeType(const std::string& name, const TypeSettings& type,
     return "# " + std::string(key) + ": not set here; " + fallback + "\n";
   };
   if (type.max_concurrent) {
-    out += "concurrency = " + std::to_string(*type.max_concurrent) + "\n";
+    out += "concurrency = " + std::to_string(*type.max_concurrent) +
+           from("concurrency") + "\n";
   } else {
     out += unset("concurrency", "default 0 (no limit)");
   }
   if (type.timeout) {
-    out += "timeout_ms = " + RenderMillis(*type.timeout) + "\n";
+    out += "timeout_ms = " + RenderMillis(*type.timeout) + from("timeout_ms") +
+           "\n";
   } else {
     out += unset("timeout_ms", "default 0 (none)");
   }
   if (type.requires_gates) {
-    out += "gates = " + RenderNames(*type.requires_gates) + "\n";
+    out +=
+        "gates = " + RenderNames(*type.requires_gates) + from("gates") + "\n";
   } else {
     out += unset("gates", "default none");
   }
   if (type.rate_limit_count) {
     out += "\n[" + table + ".rate_limit]\n";
-    out += "count = " + std::to_string(*type.rate_limit_count) + "\n";
-    out += "period_ms = " + RenderMillis(type.rate_limit_period) + "\n";
+    out += "count = " + std::to_string(*type.rate_limit_count) +
+           from("rate_limit.count") + "\n";
+    out += "period_ms = " + RenderMillis(type.rate_limit_period) +
+           from("rate_limit.period_ms") + "\n";
   } else {
     out += unset("rate_limit", "default no limit");
   }
   out += "\n[" + table + ".retry]\n";
   out += RenderRetry(type.retry.Over(options.default_retry), type.retry,
-                     "from [retry]");
+                     "from [retry]", sources, dotted + "retry.");
   return out;
 }
 
 // Every [groups.NAME] table.
-std::string DescribeGroups(const Options& options) {
+std::string DescribeGroups(const Options& options,
+                           const ConfigSources* sources) {
   std::string out;
   for (const auto& [group, limit] : options.group_limits) {
     out += "\n[groups." + QuoteTomlString(group) + "]\n";
     out +=
         "# Over runtime.group_concurrency; Runtime::SetGroupConcurrency "
         "wins over it.\n";
-    out += "concurrency = " + std::to_string(limit) + "\n";
+    out += "concurrency = " + std::to_string(limit) +
+           SourceSuffix(sources, "groups." + group + ".concurrency") + "\n";
+  }
+  return out;
+}
+
+std::string DescribeOptionsWith(const Options& options,
+                                const ConfigSources* sources) {
+  std::string out =
+      "# The spool options in effect. Every key is documented in "
+      "config/spool.toml.\n";
+  std::string_view section;
+  for (const KeySpec& spec : Registry()) {
+    if (spec.section != section) {
+      section = spec.section;
+      out += "\n[" + std::string(section) + "]\n";
+    }
+    out += "# " + std::string(spec.doc) + " Expected: " + ExpectedValues(spec) +
+           ".\n";
+    if (sources != nullptr) {
+      out += "# Source: " + sources->Of(spec.FullName()) + ".\n";
+    }
+    out += std::string(spec.name) + " = " + spec.render(options) + "\n";
+  }
+  out += DescribeDefaultRetry(options, sources);
+  for (const auto& [name, type] : options.types) {
+    out += DescribeType(name, type, options, sources);
+  }
+  out += DescribeGroups(options, sources);
+  for (const PeriodicTask& periodic : options.periodic) {
+    out += "\n[periodic." + QuoteTomlString(periodic.name) + "]\n";
+    out += "schedule = " + QuoteTomlString(periodic.schedule) + "\n";
+    out += "type = " + QuoteTomlString(periodic.task.type) + "\n";
+    out += "payload = " + QuoteTomlString(periodic.task.payload) + "\n";
+    if (!periodic.task.options.group.empty()) {
+      out += "group = " + QuoteTomlString(periodic.task.options.group) + "\n";
+    }
+    out +=
+        "priority = " + std::to_string(periodic.task.options.priority) + "\n";
+    out += std::string("catch_up = ") + (periodic.catch_up ? "true" : "false") +
+           "\n";
   }
   return out;
 }
@@ -1820,39 +1888,67 @@ Status ApplyOverride(std::string_view assignment, Options* options) {
   return ApplyOverrideInPlace(assignment, options);
 }
 
+std::string ConfigSources::Of(std::string_view key) const {
+  auto it = by_key.find(std::string(key));
+  return it == by_key.end() ? "default" : it->second;
+}
+
+namespace {
+
+// Records the line of every value under `table`, its keys joined by dots
+// after `prefix`; a value that is a table is walked, an array is one value.
+void RecordSources(const toml::table& table, const std::string& prefix,
+                   std::string_view source_name, ConfigSources* sources) {
+  for (const auto& [key, node] : table) {
+    std::string name = prefix + std::string(key.str());
+    if (const toml::table* inner = node.as_table()) {
+      RecordSources(*inner, name + ".", source_name, sources);
+      continue;
+    }
+    sources->by_key[name] =
+        std::string(source_name) + ":" + std::to_string(LineOf(node.source()));
+  }
+}
+
+}  // namespace
+
+Status FindConfigSources(std::string_view toml_text,
+                         std::string_view source_name,
+                         const std::vector<std::string>& overrides,
+                         ConfigSources* sources) {
+  toml::table root;
+  Status status = ParseToml(toml_text, source_name, &root);
+  if (!status.ok()) return status;
+  ConfigSources found;
+  RecordSources(root, "", source_name, &found);
+  for (const std::string& assignment : overrides) {
+    std::string_view key =
+        std::string_view(assignment).substr(0, assignment.find('='));
+    while (!key.empty() && key.back() == ' ') key.remove_suffix(1);
+    found.by_key[std::string(key)] = "--set";
+  }
+  *sources = std::move(found);
+  return Status::OK();
+}
+
+Status LoadConfigSources(const std::string& path,
+                         const std::vector<std::string>& overrides,
+                         ConfigSources* sources) {
+  std::string contents;
+  if (!path.empty()) {
+    Status status = ReadFile(path, &contents);
+    if (!status.ok()) return status;
+  }
+  return FindConfigSources(contents, path, overrides, sources);
+}
+
 std::string DescribeOptions(const Options& options) {
-  std::string out =
-      "# The spool options in effect. Every key is documented in "
-      "config/spool.toml.\n";
-  std::string_view section;
-  for (const KeySpec& spec : Registry()) {
-    if (spec.section != section) {
-      section = spec.section;
-      out += "\n[" + std::string(section) + "]\n";
-    }
-    out += "# " + std::string(spec.doc) + " Expected: " + ExpectedValues(spec) +
-           ".\n";
-    out += std::string(spec.name) + " = " + spec.render(options) + "\n";
-  }
-  out += DescribeDefaultRetry(options);
-  for (const auto& [name, type] : options.types) {
-    out += DescribeType(name, type, options);
-  }
-  out += DescribeGroups(options);
-  for (const PeriodicTask& periodic : options.periodic) {
-    out += "\n[periodic." + QuoteTomlString(periodic.name) + "]\n";
-    out += "schedule = " + QuoteTomlString(periodic.schedule) + "\n";
-    out += "type = " + QuoteTomlString(periodic.task.type) + "\n";
-    out += "payload = " + QuoteTomlString(periodic.task.payload) + "\n";
-    if (!periodic.task.options.group.empty()) {
-      out += "group = " + QuoteTomlString(periodic.task.options.group) + "\n";
-    }
-    out +=
-        "priority = " + std::to_string(periodic.task.options.priority) + "\n";
-    out += std::string("catch_up = ") + (periodic.catch_up ? "true" : "false") +
-           "\n";
-  }
-  return out;
+  return DescribeOptionsWith(options, nullptr);
+}
+
+std::string DescribeOptions(const Options& options,
+                            const ConfigSources& sources) {
+  return DescribeOptionsWith(options, &sources);
 }
 
 Status ParseCommandLine(int argc, char** argv, CommandLine* out) {

@@ -1475,5 +1475,50 @@ TEST(PerTypeConfigTest,
   EXPECT_EQ(DescribeOptions(again), text);
 }
 
+// --print-config names each value's source: the file's line, --set (which
+// wins over the file), or the default; and still parses back.
+TEST(PerTypeConfigTest, PrintConfigNamesTheFileLineOrTheOverride) {
+  const std::string text = std::string(kTypesText) +
+                           "\n[runtime]\nworkers = 8\n"
+                           "[writer]\nmax_batch = 64\n";
+  const std::vector<std::string> overrides = {
+      "writer.max_batch=32", "types.email.concurrency=4", "retry.jitter=0.5"};
+  Options options = DocumentedDefaults();
+  Status parsed = ParseOptions(text, "q.toml", overrides, &options);
+  ASSERT_TRUE(parsed.ok()) << parsed.ToString();
+  ConfigSources sources;
+  ASSERT_TRUE(FindConfigSources(text, "q.toml", overrides, &sources).ok());
+  EXPECT_EQ(sources.Of("runtime.workers"), "q.toml:29");
+  EXPECT_EQ(sources.Of("writer.max_batch"), "--set");
+  EXPECT_EQ(sources.Of("runtime.readers"), "default");
+  EXPECT_EQ(sources.Of("types.email.rate_limit.count"), "q.toml:13");
+  EXPECT_EQ(sources.Of("types.http.post.retry.jitter"), "q.toml:20");
+
+  std::string described = DescribeOptions(options, sources);
+  EXPECT_THAT(described, HasSubstr("# Source: q.toml:29.\nworkers = 8\n"));
+  EXPECT_THAT(described, HasSubstr("# Source: --set.\nmax_batch = 32\n"));
+  EXPECT_THAT(described, HasSubstr("# Source: default.\nreaders = "));
+  EXPECT_THAT(described, HasSubstr("# Source: q.toml:4.\nattempts = 5\n"));
+  EXPECT_THAT(described, HasSubstr("# Source: --set.\njitter = 0.5\n"));
+  EXPECT_THAT(described,
+              HasSubstr("# Source: the built-in default.\nmax_ms = 3600000\n"));
+  EXPECT_THAT(described, HasSubstr("concurrency = 4  # Source: --set\n"
+                                   "timeout_ms = 1500  # Source: q.toml:9\n"));
+  EXPECT_THAT(described, HasSubstr("count = 10  # Source: q.toml:13\n"));
+  EXPECT_THAT(described, HasSubstr("attempts = 7  # Source: q.toml:17\n"));
+  EXPECT_THAT(described, HasSubstr("concurrency = 1  # Source: q.toml:23\n"));
+
+  Options again;
+  Status s = ParseOptions(described, "<describe>", {}, &again);
+  ASSERT_TRUE(s.ok()) << s.ToString() << "\n" << described;
+  EXPECT_TRUE(SameTypes(again.types, options.types)) << described;
+  EXPECT_EQ(again.workers, 8u);
+  EXPECT_EQ(again.writer_max_batch, 32u);
+
+  EXPECT_TRUE(FindConfigSources("[runtime\n", "bad.toml", {}, &sources)
+                  .IsInvalidArgument());
+  EXPECT_EQ(sources.Of("runtime.workers"), "q.toml:29") << "unchanged";
+}
+
 }  // namespace
 }  // namespace spool

@@ -473,6 +473,10 @@ Status ParseSpooldConfig(std::string_view toml_text, std::string_view source,
   }
   if (Status s = candidate.server.Validate(); !s.ok())
     return s.WithContext(source);
+  if (Status s =
+          FindConfigSources(toml_text, source, overrides, &candidate.sources);
+      !s.ok())
+    return s;
   *config = std::move(candidate);
   return Status::OK();
 }
@@ -493,23 +497,30 @@ Status LoadSpooldConfig(const std::string& path,
 }
 
 std::string DescribeSpooldConfig(const SpooldConfig& config) {
-  std::string out = DescribeOptions(config.runtime);
+  std::string out = DescribeOptions(config.runtime, config.sources);
+  auto from = [&config](const std::string& key) {
+    return "  # Source: " + config.sources.Of(key) + "\n";
+  };
   out += "\n[server]\n";
-  for (const Key& key : ServerKeys())
-    out += key.name + " = " + key.render(&config.server) + "\n";
-  auto handler = [&out](const char* title, const HandlerSettings& settings) {
+  for (const Key& key : ServerKeys()) {
+    out += key.name + " = " + key.render(&config.server) +
+           from("server." + key.name);
+  }
+  auto handler = [&](const char* title, const char* name,
+                     const HandlerSettings& settings) {
     out += std::string("\n[handlers.") + title + "]\n";
     for (const Key& key : HandlerKeys()) {
       if (key.name == "max_attempts" && !settings.max_attempts) continue;
-      out += key.name + " = " + key.render(&settings) + "\n";
+      out += key.name + " = " + key.render(&settings) +
+             from(std::string("handlers.") + name + "." + key.name);
     }
   };
-  handler("noop", config.handlers.noop);
-  handler("sleep", config.handlers.sleep);
-  handler("\"http.post\"", config.handlers.http_post);
+  handler("noop", "noop", config.handlers.noop);
+  handler("sleep", "sleep", config.handlers.sleep);
+  handler("\"http.post\"", "http.post", config.handlers.http_post);
   for (const Key& key : HttpPostKeys()) {
     out += key.name + " = " + key.render(&config.handlers.http_post_options) +
-           "\n";
+           from("handlers.http.post." + key.name);
   }
   return out;
 }

@@ -76,6 +76,11 @@ TEST(SpooldConfigBlockTest, UncommentedItIsReadAndHoldsTheDefaults) {
   SpooldConfig expected;
   expected.runtime.path = "./spool-data";
   expected.handlers.http_post_options.allow = {"http://127.0.0.1:*/hooks/**"};
+  // The values alone: every source is the block's own line here.
+  EXPECT_EQ(parsed.sources.Of("server.listen").rfind(
+                "config/spool.toml (spoold block):", 0),
+            0u);
+  parsed.sources = {};
   EXPECT_EQ(DescribeSpooldConfig(parsed), DescribeSpooldConfig(expected));
 }
 

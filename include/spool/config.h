@@ -21,6 +21,7 @@
 #ifndef SPOOL_INCLUDE_CONFIG_H_
 #define SPOOL_INCLUDE_CONFIG_H_
 
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -112,6 +113,46 @@ Status ApplyOverride(std::string_view assignment, Options* options);
 // the retry fields it inherits from [retry]. Those are what the type's
 // handlers get for each HandlerOptions field their code leaves unset.
 std::string DescribeOptions(const Options& options);
+
+// Where each value of a loaded config came from, for --print-config: a line
+// of the config file, or a --set override.
+struct ConfigSources {
+  // Each key a file line or an override sets, spelt as --set spells it
+  // ("runtime.workers", "types.email.retry.attempts", "server.listen"), to
+  // "FILE:LINE" or "--set". Where both set a key, the override (applied
+  // last) is named. A key not here has the value *options had before the
+  // load: the documented default, for the executables.
+  std::map<std::string, std::string> by_key;
+
+  // The source of `key`: its entry, or "default" when it has none.
+  std::string Of(std::string_view key) const;
+};
+
+// Fills *sources (replacing what it held) with where each key of the TOML
+// text `toml_text` (read from `source_name`) and each assignment of
+// `overrides` sets its value. Checks nothing beyond TOML syntax: use it on
+// a config that ParseOptions (or LoadOptions) accepted. Keys of the
+// sections an application owns are recorded like spool's own.
+//
+// On a syntax error returns InvalidArgument and leaves *sources unchanged.
+// REQUIRES: sources != nullptr.
+Status FindConfigSources(std::string_view toml_text,
+                         std::string_view source_name,
+                         const std::vector<std::string>& overrides,
+                         ConfigSources* sources);
+
+// FindConfigSources on the file at `path`; an empty path stands for no
+// file (the overrides alone). NotFound or IOError as LoadOptions.
+Status LoadConfigSources(const std::string& path,
+                         const std::vector<std::string>& overrides,
+                         ConfigSources* sources);
+
+// DescribeOptions, with a "# Source: ..." line before every key of spool's
+// sections, [retry], [types.NAME] and [groups.NAME] naming where its value
+// came from (sources.Of: the file's line, --set, or the default). This is
+// what --print-config prints.
+std::string DescribeOptions(const Options& options,
+                            const ConfigSources& sources);
 
 // What ParseCommandLine found among a spool executable's arguments.
 struct CommandLine {

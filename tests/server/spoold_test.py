@@ -11,6 +11,7 @@ Every wait is bounded. Needs curl and promtool (scripts/install-deps).
 import http.server
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -189,7 +190,17 @@ class SpooldTest(unittest.TestCase):
         self.assertEqual(rc, 0, text)
         with open(printed, "w") as f:
             f.write(text)
-        self.assertEqual(run("--config", printed, "--print-config")[1], text)
+        # Each value names its source: --set, or the default.
+        self.assertIn("threads = 2  # Source: --set\n", text)
+        self.assertIn("# Source: default.\nworkers = ", text)
+        # Printed back, the values are the same; the file is now their source.
+        again = run("--config", printed, "--print-config")[1]
+        self.assertIn("threads = 2  # Source: %s:" % printed, again)
+
+        def values(t):
+            return [re.sub(r"  # Source: .*", "", line) for line in t.splitlines()
+                    if not line.startswith("# Source: ")]
+        self.assertEqual(values(again), values(text))
         loose = os.path.join(self.dir, "loose-token")
         with open(loose, "w") as f:
             f.write(TOKEN + "\n")
@@ -219,6 +230,20 @@ class SpooldTest(unittest.TestCase):
                              "dedup_key": "k1", "priority": 5})
         code, again = curl(s, "/v1/tasks", "POST", {"type": "sleep", "dedup_key": "k1"})
         self.assertEqual((code, again["id"]), (200, held), again)
+        # A duplicate may replace the unstarted holder's payload.
+        code, again = curl(s, "/v1/tasks", "POST", {"type": "sleep", "dedup_key": "k1",
+                                                    "payload": "2", "on_duplicate": "replace_payload"})
+        self.assertEqual((code, again["id"]), (200, held), again)
+        self.assertEqual(curl(s, "/v1/tasks/%d" % held)[1]["payload_base64"], "Mg==")
+        # A uniqueness window keeps the key reserved after the task ends.
+        unique = self.enqueue({"type": "noop", "dedup_key": "u1", "unique_for_ms": 600000})
+        self.wait_status(unique, {"succeeded"})
+        code, again = curl(s, "/v1/tasks", "POST", {"type": "noop", "dedup_key": "u1"})
+        self.assertEqual((code, again["id"]), (200, unique), again)
+        self.assertError(curl(s, "/v1/tasks", "POST", {"type": "noop", "on_duplicate": "merge"}),
+                         400, "invalid_argument", "on_duplicate")
+        self.assertError(curl(s, "/v1/tasks", "POST", {"type": "noop", "depends_on": [first] * 1001}),
+                         400, "invalid_argument", "depends_on has 1001 entries")
         # Batch: atomic, all or none.
         code, batch = curl(s, "/v1/tasks:batch", "POST",
                            {"tasks": [{"type": "noop"}, {"type": "sleep", "payload": 5}]})
@@ -522,6 +547,72 @@ class SpooldTest(unittest.TestCase):
         for task_id in acknowledged:
             code, task = curl(s, "/v1/tasks/%d" % task_id)
             self.assertEqual(code, 200, (task_id, task))
+
+
+class BusyTest(unittest.TestCase):
+    """Back-pressure through HTTP: with room for one enqueue not yet durable,
+    simultaneous POSTs meet the writer's bound and get 503 busy with
+    Retry-After, and every 201 they got is stored."""
+
+    def test_busy_answers_503_with_retry_after_and_loses_nothing(self):
+        directory = tempfile.mkdtemp(prefix="spoold-busy-")
+        write_token(directory)
+        server = Spoold(directory, free_port(), 1,
+                        settings=("writer.max_pending_tasks=1",))
+        server.start()
+        try:
+            stored, busy = [], []
+            for _ in range(40):  # rounds, until the bound has been met
+                stored_now, busy_now = self.burst(server, 12)
+                stored += stored_now
+                busy += busy_now
+                if busy:
+                    break
+            self.assertTrue(busy, "12 simultaneous enqueues never met the bound")
+            for retry_after, body in busy:
+                self.assertEqual(retry_after, "1")
+                self.assertEqual(body["error"]["code"], "busy", body)
+                self.assertIn("writer.max_pending_tasks", body["error"]["message"])
+            for task_id in stored:
+                code, task = curl(server, "/v1/tasks/%d" % task_id)
+                self.assertEqual(code, 200, task)
+        finally:
+            self.assertEqual(server.stop(), 0)
+            shutil.rmtree(directory, ignore_errors=True)
+
+    @staticmethod
+    def burst(server, count):
+        """POSTs `count` enqueues at once over open connections: the stored
+        ids, and (Retry-After, body) of each 503."""
+        import http.client
+        connections = [http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+                       for _ in range(count)]
+        for c in connections:
+            c.connect()
+        barrier = threading.Barrier(count)
+        results = [None] * count
+        body = json.dumps({"type": "noop", "payload": "x"})
+
+        def post(i):
+            barrier.wait(10)
+            connections[i].request("POST", "/v1/tasks", body,
+                                   {"Authorization": "Bearer " + TOKEN,
+                                    "Content-Type": "application/json"})
+            response = connections[i].getresponse()
+            results[i] = (response.status, response.getheader("Retry-After"),
+                          json.loads(response.read()))
+
+        threads = [threading.Thread(target=post, args=(i,)) for i in range(count)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(20)
+        for c in connections:
+            c.close()
+        stored = [r[2]["id"] for r in results if r and r[0] == 201]
+        busy = [(r[1], r[2]) for r in results if r and r[0] == 503]
+        assert len(stored) + len(busy) == count, results
+        return stored, busy
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@
 #include <string_view>
 #include <vector>
 
+#include <spool/config.h>
 #include <spool/http/builtin_handlers.h>
 #include <spool/http/server_options.h>
 #include <spool/options.h>
@@ -32,6 +33,9 @@ struct SpooldConfig {
   Options runtime;
   ServerOptions server;
   BuiltinHandlersOptions handlers;
+  // Where each value came from (a file line, --set), for --print-config;
+  // filled by ParseSpooldConfig and LoadSpooldConfig.
+  ConfigSources sources;
 };
 
 // Parses `toml_text` (named `source` in messages), then applies `overrides`
