@@ -3,6 +3,7 @@
 #include <cctype>
 #include <cstdio>
 #include <ctime>
+#include <initializer_list>
 #include <limits>
 #include <nlohmann/json.hpp>
 
@@ -35,6 +36,28 @@ Status GetString(const json& value, const std::string& field,
   return Status::OK();
 }
 
+// One of a fixed set of names, each standing for a value of E; any other
+// string is refused with the names listed.
+template <class E>
+Status GetChoice(const json& value, const std::string& field,
+                 std::initializer_list<std::pair<std::string_view, E>> choices,
+                 E* out) {
+  std::string text;
+  if (Status s = GetString(value, field, &text); !s.ok()) return s;
+  std::string expected;
+  size_t i = 0;
+  for (const auto& [name, choice] : choices) {
+    if (name == text) {
+      *out = choice;
+      return Status::OK();
+    }
+    expected += (i == 0 ? "" : i + 1 == choices.size() ? " or " : ", ");
+    expected += "\"" + std::string(name) + "\"";
+    ++i;
+  }
+  return FieldError(field, "expected " + expected);
+}
+
 template <class Int>
 Status GetInteger(const json& value, const std::string& field, Int* out,
                   int64_t min = std::numeric_limits<Int>::min(),
@@ -64,20 +87,12 @@ Status ParseRetryPolicy(const json& value, const std::string& field,
     std::string name = field + "." + key;
     Status s;
     if (key == "kind") {
-      std::string kind;
-      s = GetString(member, name, &kind);
-      if (s.ok()) {
-        if (kind == "none") {
-          parsed.kind = RetryPolicy::Kind::kNone;
-        } else if (kind == "fixed") {
-          parsed.kind = RetryPolicy::Kind::kFixed;
-        } else if (kind == "exponential") {
-          parsed.kind = RetryPolicy::Kind::kExponential;
-        } else {
-          s = FieldError(name,
-                         "expected \"none\", \"fixed\" or \"exponential\"");
-        }
-      }
+      s = GetChoice<RetryPolicy::Kind>(
+          member, name,
+          {{"none", RetryPolicy::Kind::kNone},
+           {"fixed", RetryPolicy::Kind::kFixed},
+           {"exponential", RetryPolicy::Kind::kExponential}},
+          &parsed.kind);
     } else if (key == "max_attempts") {
       s = GetInteger(member, name, &parsed.max_attempts, 1);
     } else if (key == "initial_delay_ms" || key == "max_delay_ms") {
@@ -211,17 +226,12 @@ Status ParseTask(json& value, const std::string& prefix, TaskSpec* spec) {
       s = GetInteger(member, name, &ms, 0, int64_t{3650} * 86'400'000);
       o.unique_for = std::chrono::milliseconds(ms);
     } else if (key == "on_duplicate") {
-      std::string text;
-      s = GetString(member, name, &text);
-      if (s.ok()) {
-        if (text == "keep") {
-          o.on_duplicate = EnqueueOptions::OnDuplicate::kKeepExisting;
-        } else if (text == "replace_payload") {
-          o.on_duplicate = EnqueueOptions::OnDuplicate::kReplacePayload;
-        } else {
-          s = FieldError(name, "expected \"keep\" or \"replace_payload\"");
-        }
-      }
+      using OnDuplicate = EnqueueOptions::OnDuplicate;
+      s = GetChoice<OnDuplicate>(
+          member, name,
+          {{"keep", OnDuplicate::kKeepExisting},
+           {"replace_payload", OnDuplicate::kReplacePayload}},
+          &o.on_duplicate);
     } else if (key == "depends_on") {
       if (!member.is_array()) {
         s = FieldError(name, "expected an array of task ids");
@@ -234,19 +244,11 @@ Status ParseTask(json& value, const std::string& prefix, TaskSpec* spec) {
         }
       }
     } else if (key == "on_dependency_failure") {
-      std::string text;
-      s = GetString(member, name, &text);
-      if (s.ok()) {
-        if (text == "cancel") {
-          o.on_dependency_failure = DependencyFailure::kCancel;
-        } else if (text == "fail") {
-          o.on_dependency_failure = DependencyFailure::kFail;
-        } else if (text == "run") {
-          o.on_dependency_failure = DependencyFailure::kRun;
-        } else {
-          s = FieldError(name, "expected \"cancel\", \"fail\" or \"run\"");
-        }
-      }
+      s = GetChoice<DependencyFailure>(member, name,
+                                       {{"cancel", DependencyFailure::kCancel},
+                                        {"fail", DependencyFailure::kFail},
+                                        {"run", DependencyFailure::kRun}},
+                                       &o.on_dependency_failure);
     } else if (key == "retry") {
       RetryPolicy policy;
       s = ParseRetryPolicy(member, name, &policy);
