@@ -643,8 +643,7 @@ DeferReason HeldBack(SchedulerState& st, const std::string& type) {
 }
 
 // Gives a committed claim back to the writer unstarted, for `reason`.
-void GiveBack(SchedulerState& st, const ClaimedTask& task,
-              DeferReason reason) {
+void GiveBack(SchedulerState& st, const ClaimedTask& task, DeferReason reason) {
   auto it = st.running.find(task.id);
   Running done = std::move(it->second);
   st.running.erase(it);
@@ -672,7 +671,8 @@ void RunClaimed(Self self, std::vector<ClaimedTask>& claimed) {
     st.running[task.id] =
         Running{task.attempt,    task.type,       task.group, task.control,
                 task.start_slot, task.timeout_us, false};
-    if (DeferReason held = HeldBack(st, task.type); held != DeferReason::kNone) {
+    if (DeferReason held = HeldBack(st, task.type);
+        held != DeferReason::kNone) {
       // Claimed before a stop or pause that came meanwhile: it must not
       // start.
       GiveBack(st, task, held);

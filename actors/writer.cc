@@ -112,7 +112,8 @@ struct WriterState {
   }
   // Whether this batch's events will be built (someone subscribed).
   bool EventsWanted() const {
-    return config.on_events && (!config.events_wanted || config.events_wanted());
+    return config.on_events &&
+           (!config.events_wanted || config.events_wanted());
   }
   // Handed-off tasks whose progress Runtime::ReportProgress set; cleared
   // from the board when their hand-off ends.

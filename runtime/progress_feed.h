@@ -16,12 +16,12 @@
 
 namespace spool {
 
-// Held by shared_ptr (a queued delivery keeps it). Thread safe. Offer never
-// blocks: it updates a map and, when no delivery
-// is queued, posts one to the executor. A delivery hands every listener
-// the latest value of each task offered since the last delivery, so a
-// handler that reports in a tight loop costs a map update per report and
-// at most one queued delivery at a time.
+// Held by shared_ptr (a queued delivery keeps it). Thread safe. Offer
+// never blocks: it updates a map and, when no delivery is queued, posts one
+// to the executor. A delivery hands every listener the latest value of each
+// task offered since the last delivery, so a handler that reports in a
+// tight loop costs a map update per report and at most one queued delivery
+// at a time.
 class ProgressFeed : public std::enable_shared_from_this<ProgressFeed> {
  public:
   // REQUIRES: before the first Offer; `executor` outlives the feed's use.

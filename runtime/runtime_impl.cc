@@ -789,9 +789,9 @@ Result<TaskId> RuntimeImpl::NextSourcedId() {
   std::lock_guard<std::mutex> lock(id_mutex_);
   TaskId id = options_.id_source();
   if (id == 0 || id >= kSourcedIdLimit) {
-    return Status::InvalidArgument(
-        "Options::id_source returned " + std::to_string(id) +
-        "; ids must be between 1 and 2^63 - 1");
+    return Status::InvalidArgument("Options::id_source returned " +
+                                   std::to_string(id) +
+                                   "; ids must be between 1 and 2^63 - 1");
   }
   if (id <= last_sourced_id_) {
     return Status::InvalidArgument(
@@ -901,8 +901,8 @@ BatchTicket RuntimeImpl::EnqueueMany(std::vector<TaskSpec> tasks, bool chain) {
   Ids ids;
   ids.reserve(tasks.size());
   for (size_t i = 0; i < command.tasks.size(); ++i) {
-    Status s =
-        AssignId(&command.tasks[i], "task " + std::to_string(i) + " of the batch");
+    Status s = AssignId(&command.tasks[i],
+                        "task " + std::to_string(i) + " of the batch");
     if (!s.ok()) return BatchTicket{{}, Failed<Ids>(s, executor_)};
     ids.push_back(command.tasks[i].id);
     auto& deps = command.tasks[i].depends_on;

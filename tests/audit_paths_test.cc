@@ -114,8 +114,7 @@ TEST(RetryOverrideTest, APerTaskPolicyChangesHowOftenItRuns) {
   EXPECT_EQ(thrice.of(by_handler_3), 3);
   EXPECT_EQ(thrice.of(overridden_down), 1);
   EXPECT_EQ(thrice.of(delayed), 1);
-  for (TaskId id :
-       {by_handler, overridden_up, by_handler_3, overridden_down}) {
+  for (TaskId id : {by_handler, overridden_up, by_handler_3, overridden_down}) {
     EXPECT_EQ(h.StatusOf(id), TaskStatus::kFailed) << "task " << id;
   }
   EXPECT_EQ(h.Info(overridden_up).attempts, 4u);
@@ -135,25 +134,26 @@ TEST(GroupConcurrencyTest, TheDefaultLimitHoldsEachGroupAndNotOthers) {
   std::map<std::string, int> running;
   std::map<std::string, int> most;
   std::atomic<int> started{0};
-  ASSERT_TRUE(
-      h.runtime()
-          .RegisterHandler(
-              "t",
-              [&](TaskContext& task) {
-                std::string group(task.group());
-                {
-                  std::lock_guard<std::mutex> lock(mutex);
-                  int now = ++running[group];
-                  most[group] = std::max(most[group], now);
-                }
-                h.journal.Record(task.id(), std::string(task.payload()));
-                bool ok = true;
-                if (task.payload() == "a-1") ok = first_may_finish.Wait();
-                std::lock_guard<std::mutex> lock(mutex);
-                --running[group];
-                return ok ? Status::OK() : Status::TimedOut("gate");
-              })
-          .ok());
+  ASSERT_TRUE(h.runtime()
+                  .RegisterHandler(
+                      "t",
+                      [&](TaskContext& task) {
+                        std::string group(task.group());
+                        {
+                          std::lock_guard<std::mutex> lock(mutex);
+                          int now = ++running[group];
+                          most[group] = std::max(most[group], now);
+                        }
+                        h.journal.Record(task.id(),
+                                         std::string(task.payload()));
+                        bool ok = true;
+                        if (task.payload() == "a-1")
+                          ok = first_may_finish.Wait();
+                        std::lock_guard<std::mutex> lock(mutex);
+                        --running[group];
+                        return ok ? Status::OK() : Status::TimedOut("gate");
+                      })
+                  .ok());
   auto in_group = [](const char* group) {
     EnqueueOptions o;
     o.group = group;

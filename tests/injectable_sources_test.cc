@@ -164,7 +164,8 @@ TEST(IdSourceTest, ABatchWithARefusedIdStoresNothing) {
   std::vector<TaskSpec> batch(3, TaskSpec{"t", "batch", {}});
   BatchTicket refused = h.runtime().EnqueueBatch(batch);
   auto stored = Await(refused.stored);
-  EXPECT_TRUE(stored.status().IsInvalidArgument()) << stored.status().ToString();
+  EXPECT_TRUE(stored.status().IsInvalidArgument())
+      << stored.status().ToString();
   EXPECT_NE(stored.status().message().find("task 2 of the batch"),
             std::string::npos)
       << stored.status().ToString();

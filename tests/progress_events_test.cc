@@ -107,9 +107,8 @@ TEST(HandOffProgressTest, ReportedFromOutsideTheHandlerSubscribedAndRefused) {
   EXPECT_EQ(h.runtime().Progress(upload), std::optional<double>(1.0));
 
   // Not handed off: the error names the state.
-  EXPECT_TRUE(Await(h.runtime().ReportProgress(987654, 0.5))
-                  .status()
-                  .IsNotFound());
+  EXPECT_TRUE(
+      Await(h.runtime().ReportProgress(987654, 0.5)).status().IsNotFound());
   TaskId pending = h.Put("idle", "p");
   auto on_pending = Await(h.runtime().ReportProgress(pending, 0.5));
   EXPECT_TRUE(on_pending.status().IsFailedPrecondition());
@@ -125,8 +124,7 @@ TEST(HandOffProgressTest, ReportedFromOutsideTheHandlerSubscribedAndRefused) {
   release.Open();
 
   // Once the hand-off ends, its progress is gone and reports are refused.
-  ASSERT_TRUE(
-      Await(h.runtime().CompleteHandOff(upload, "transfer-1")).ok());
+  ASSERT_TRUE(Await(h.runtime().CompleteHandOff(upload, "transfer-1")).ok());
   EXPECT_FALSE(h.runtime().Progress(upload).has_value());
   auto after = Await(h.runtime().ReportProgress(upload, 0.5));
   EXPECT_TRUE(after.status().IsFailedPrecondition());
@@ -135,9 +133,8 @@ TEST(HandOffProgressTest, ReportedFromOutsideTheHandlerSubscribedAndRefused) {
 
   h.runtime().Unsubscribe(token);
   ASSERT_TRUE(Await(h.runtime().Close()).ok());
-  EXPECT_TRUE(Await(h.runtime().ReportProgress(upload, 0.5))
-                  .status()
-                  .IsClosed());
+  EXPECT_TRUE(
+      Await(h.runtime().ReportProgress(upload, 0.5)).status().IsClosed());
 }
 
 // Full events, as a listener received them.
@@ -169,9 +166,8 @@ TEST(EventFieldsTest, EnqueuedEventsCarryKeysAndRunAt) {
                   .RegisterHandler(
                       "t",
                       [](TaskContext& task) {
-                        return task.payload() == "fail"
-                                   ? Status::Aborted("no")
-                                   : Status::OK();
+                        return task.payload() == "fail" ? Status::Aborted("no")
+                                                        : Status::OK();
                       },
                       once)
                   .ok());

@@ -27,35 +27,34 @@ TEST(RunStateTest, StopLetsHandlersFinishKeepsTheQueueOpenAndStartRunsAgain) {
   Gate finish;
   std::atomic<int> saw_stopping{0};
   std::atomic<int> give_back_runs{0};
-  ASSERT_TRUE(h.runtime()
-                  .RegisterHandler("finish",
-                                   [&](TaskContext& task) {
-                                     h.journal.Record(task.id(), "finish");
-                                     if (task.WaitForCancelOrStop(
-                                             testing::kWait) &&
-                                         task.stopping()) {
-                                       ++saw_stopping;
-                                     }
-                                     return finish.Wait()
-                                                ? Status::OK()
-                                                : Status::TimedOut("gate");
-                                   })
-                  .ok());
   ASSERT_TRUE(
       h.runtime()
-          .RegisterHandler("give_back",
+          .RegisterHandler("finish",
                            [&](TaskContext& task) {
-                             int run = ++give_back_runs;
-                             h.journal.Record(task.id(), "give_back");
-                             if (run == 1) {
-                               task.WaitForCancelOrStop(testing::kWait);
-                               if (task.stopping()) {
-                                 return Status::Aborted("stopping, try later");
-                               }
+                             h.journal.Record(task.id(), "finish");
+                             if (task.WaitForCancelOrStop(testing::kWait) &&
+                                 task.stopping()) {
+                               ++saw_stopping;
                              }
-                             return Status::OK();
+                             return finish.Wait() ? Status::OK()
+                                                  : Status::TimedOut("gate");
                            })
           .ok());
+  ASSERT_TRUE(h.runtime()
+                  .RegisterHandler("give_back",
+                                   [&](TaskContext& task) {
+                                     int run = ++give_back_runs;
+                                     h.journal.Record(task.id(), "give_back");
+                                     if (run == 1) {
+                                       task.WaitForCancelOrStop(testing::kWait);
+                                       if (task.stopping()) {
+                                         return Status::Aborted(
+                                             "stopping, try later");
+                                       }
+                                     }
+                                     return Status::OK();
+                                   })
+                  .ok());
   h.RegisterRecorder("later");
 
   ASSERT_TRUE(h.runtime().Start().ok());
@@ -89,8 +88,8 @@ TEST(RunStateTest, StopLetsHandlersFinishKeepsTheQueueOpenAndStartRunsAgain) {
   TaskId enqueued_while_stopping = h.Put("later", "s");
   EXPECT_EQ(h.StatusOf(enqueued_while_stopping), TaskStatus::kPending);
   std::atomic<int> watch_calls{0};
-  auto watch = h.runtime().WatchCountByStatus(
-      [&](const Result<StatusCounts>& counts) {
+  auto watch =
+      h.runtime().WatchCountByStatus([&](const Result<StatusCounts>& counts) {
         if (counts.ok()) ++watch_calls;
       });
   ASSERT_TRUE(watch.ok()) << watch.status().ToString();

@@ -154,7 +154,9 @@ class Runtime {
   // unstarted; one that returns OK succeeds). The queue stays open
   // meanwhile and afterwards: Enqueue, the control calls, queries and live
   // queries keep working; a handed-off task is not affected and may still
-  // be completed. A Drain waiting then resolves with Aborted.
+  // be completed; retention goes on purging; periodic tasks are not
+  // enqueued while stopped (Start catches up their latest missed slot). A
+  // Drain waiting then resolves with Aborted.
   //
   // The future resolves with OK once no handler of this runtime runs; the
   // runtime is then idle (RunState) and Start may be called again. There
@@ -475,7 +477,8 @@ class Runtime {
   // FailedPrecondition before Start, InvalidArgument for a negative
   // timeout, TimedOut past options.timeout, Closed if the runtime closes
   // first, Aborted if Stop is called first. Called while the runtime is
-  // stopped (idle after Stop), it waits for the next Start to drain it.
+  // stopped (idle after Stop), it resolves at once when nothing is ready,
+  // else once the queue drained after the next Start.
   virtual Future<void> Drain(DrainOptions options) = 0;
 
   // Drain with the default options: tasks due later do not count, no time
