@@ -305,5 +305,41 @@ TEST(EventFieldsTest, DeferredEventsCarryTheirReason) {
   EXPECT_STREQ(DeferReasonName(DeferReason::kRecalled), "recalled");
 }
 
+TEST(EventFieldsTest, AClaimGivenBackByAPauseIsDeferredAsPaused) {
+  Harness h(1, Durability::kMemory, /*claim_ahead=*/4);
+  Gate release;
+  ASSERT_TRUE(h.runtime()
+                  .RegisterHandler("block",
+                                   [&](TaskContext& task) {
+                                     h.journal.Record(task.id(), "block");
+                                     return release.Wait()
+                                                ? Status::OK()
+                                                : Status::TimedOut("gate");
+                                   })
+                  .ok());
+  h.RegisterRecorder("t");
+  EventLog log;
+  h.runtime().Subscribe([&log](const TaskEvent& e) { log.Add(e); });
+  ASSERT_TRUE(h.runtime().Start().ok());
+  TaskId busy = h.Put("block", "b");
+  ASSERT_TRUE(h.journal.WaitForSize(1));
+  // The one worker is busy: this task is claimed ahead, into the pool.
+  TaskId ahead = h.Put("t", "a");
+  ASSERT_TRUE(h.WaitForStatus(ahead, TaskStatus::kRunning));
+  ASSERT_TRUE(h.runtime().Pause().ok());
+  ASSERT_TRUE(h.WaitForStatus(ahead, TaskStatus::kPending));
+  h.Events();
+  auto deferred = log.Of(ahead, TaskEvent::Kind::kDeferred);
+  ASSERT_EQ(deferred.size(), 1u);
+  EXPECT_EQ(deferred[0].defer_reason, DeferReason::kPaused);
+  EXPECT_EQ(deferred[0].attempt, 0u) << "the attempt was given back";
+  release.Open();
+  ASSERT_TRUE(h.runtime().Resume().ok());
+  h.Drain();
+  EXPECT_EQ(h.StatusOf(busy), TaskStatus::kSucceeded);
+  EXPECT_EQ(h.StatusOf(ahead), TaskStatus::kSucceeded);
+  EXPECT_EQ(h.Info(ahead).attempts, 1u);
+}
+
 }  // namespace
 }  // namespace spool

@@ -399,8 +399,8 @@ class Runtime {
   // until the hand-off ends (CompleteHandOff, FailHandOff, Cancel). Kept in
   // memory only, like a handler's progress: a restart forgets it.
   //
-  // Resolves once the writer checked the task (it never waits for a
-  // commit): OK; InvalidArgument naming `fraction` for NaN or a value
+  // Resolves once the writer checked the task, with the batch it was in
+  // (the report itself writes nothing): OK; InvalidArgument naming `fraction` for NaN or a value
   // outside [0, 1] (at once); NotFound for an unknown id;
   // FailedPrecondition naming the task's status when it is not a running,
   // handed-off task (a task still in its handler reports through
