@@ -45,6 +45,9 @@ using scheduler_actor = caf::typed_actor<
     caf::reacts_to<changes_atom, QueueChanges>,
     // Starts dispatching to these workers, under these limits.
     caf::reacts_to<start_atom, DispatchConfig>,
+    // Starts dispatching again after a stop that was not a close
+    // (Runtime::Start after Runtime::Stop).
+    caf::reacts_to<start_atom>,
     // Worker `index` finished an attempt; `idle` when it found no claimed
     // task in the pool to go on with, and waits for one.
     caf::reacts_to<outcome_atom, uint32_t, Outcome, bool>,
@@ -55,8 +58,10 @@ using scheduler_actor = caf::typed_actor<
     caf::reacts_to<drain_atom, DrainRequest>,
     // Internal: drain request `id`'s timeout passed.
     caf::reacts_to<drain_atom, uint64_t>,
-    // Stops dispatching; calls back once no handler runs.
-    caf::reacts_to<stop_atom, Completion>,
+    // Stops dispatching; calls back once no handler runs. `closing`: for
+    // good (Close); else (Runtime::Stop) the scheduler is idle afterwards,
+    // until start_atom.
+    caf::reacts_to<stop_atom, Completion, bool>,
     // Pauses (true) or resumes one task type, or all when the type is "".
     caf::reacts_to<pause_atom, std::string, bool>,
     // Sets a group's concurrency limit (0: back to the default).

@@ -5,8 +5,11 @@
 namespace spool {
 
 void ProgressBoard::Set(TaskId id, double progress) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  progress_[id] = progress;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    progress_[id] = progress;
+  }
+  if (listener_) listener_(id, progress);
 }
 
 void ProgressBoard::Clear(TaskId id) {

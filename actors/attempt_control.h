@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -21,11 +22,18 @@ namespace spool {
 // answers Runtime::Progress) and the attempts (which report it).
 class ProgressBoard {
  public:
+  // Called with every Set, on the setting thread, outside the board's
+  // lock; it must not block (Runtime::SubscribeProgress's feed).
+  using Listener = std::function<void(TaskId id, double progress)>;
+  ProgressBoard() = default;
+  explicit ProgressBoard(Listener listener) : listener_(std::move(listener)) {}
+
   void Set(TaskId id, double progress);
   void Clear(TaskId id);
   std::optional<double> Get(TaskId id) const;
 
  private:
+  const Listener listener_;
   mutable std::mutex mutex_;
   std::unordered_map<TaskId, double> progress_;
 };

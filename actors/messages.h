@@ -149,6 +149,9 @@ struct ControlCommand {
     kFailHandOff,
     kPurge,
     kReencrypt,
+    // Runtime::ReportProgress: checks that the task is running and handed
+    // off, then puts `progress` on the board; writes nothing.
+    kReportProgress,
   };
   Kind kind = Kind::kCancel;
   TaskId id = 0;
@@ -180,6 +183,8 @@ struct ControlCommand {
   // last id examined; a step examines purge_step records.
   storage::ColumnFamily reencrypt_family = storage::ColumnFamily::kTasks;
   TaskId reencrypt_after = 0;
+  // kReportProgress: the fraction, in [0, 1] (checked by the caller).
+  double progress = 0;
   std::function<void(const Result<ControlResult>&)> done;
 };
 
@@ -257,6 +262,10 @@ struct Outcome {
   // not count; a cancelled task ends cancelled, any other goes back to the
   // queue in its place.
   bool started = true;
+  // With started == false: why the scheduler gave it back (for the
+  // deferred event), and for kGateClosed the gate that closed.
+  DeferReason given_back = DeferReason::kNone;
+  std::string given_back_gate;
   // The handler returned an error after Close asked it to stop
   // (TaskContext::stopping): as with an unstarted claim, the attempt does
   // not count and the task goes back to the queue.

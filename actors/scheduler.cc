@@ -152,6 +152,10 @@ struct SchedulerState {
 
   bool started = false;
   bool stopping = false;
+  // The stop is Close's: the scheduler never dispatches again. Without it a
+  // finished stop (Runtime::Stop) leaves the scheduler idle until
+  // start_atom.
+  bool closing = false;
   bool dispatch_scheduled = false;
   // After a failed write, claims and outcomes wait until then. Real time,
   // not the task clock: it paces retries against a storage outage.
@@ -340,26 +344,40 @@ void Answer(std::vector<Completion>* waiting, const Status& status) {
   for (auto& callback : callbacks) callback(status);
 }
 
-void CheckWaiters(Self self) {
-  auto& st = self->state;
-  if (st.stopping && st.Quiet()) Answer(&st.stops, Status::OK());
-  if (st.drains.empty()) return;
+// Answers the drains whose condition holds, or all of them once stopping.
+void AnswerDrains(SchedulerState& st) {
   const bool drained = st.Drained();
   const bool settled = drained && st.Settled();
+  const Status stopped =
+      st.closing ? Status::Closed("the runtime closed before the queue drained")
+                 : Status::Aborted(
+                       "Runtime::Stop was called before the queue drained");
   std::vector<std::pair<Completion, Status>> answers;
   for (auto it = st.drains.begin(); it != st.drains.end();) {
     bool done = it->second.wait_for_scheduled ? settled : drained;
     if (done || st.stopping) {
       answers.emplace_back(std::move(it->second.done),
-                           done ? Status::OK()
-                                : Status::Closed("the runtime closed before "
-                                                 "the queue drained"));
+                           done ? Status::OK() : stopped);
       it = st.drains.erase(it);
     } else {
       ++it;
     }
   }
   for (auto& [callback, status] : answers) callback(status);
+}
+
+void CheckWaiters(Self self) {
+  auto& st = self->state;
+  // Drains are answered first, while `stopping` still tells why.
+  if (!st.drains.empty()) AnswerDrains(st);
+  if (st.stopping && st.Quiet()) {
+    if (!st.closing) {
+      // Runtime::Stop: idle until started again.
+      st.stopping = false;
+      st.started = false;
+    }
+    Answer(&st.stops, Status::OK());
+  }
 }
 
 // Settles an attempt that ran past its deadline as timed out, cancelling its
@@ -412,6 +430,8 @@ void EnqueueDueSlots(Self self, int64_t now) {
     EnqueueCommand command;
     NewTask task = p.plan.task;
     task.id = st.config.allocate_id();
+    // 0: the id source's id was refused (and logged); the slot is skipped.
+    if (task.id == 0) continue;
     task.periodic_name = p.plan.name;
     task.periodic_slot_us = slot;
     task.run_at_us = 0;
@@ -516,8 +536,10 @@ void Finish(SchedulerState& st, Running done, Outcome outcome, int64_t now) {
 }
 
 // Takes the tasks `match` selects out of the pool and gives them back to
-// the writer unstarted: their attempts do not count.
-void Recall(Self self, const std::function<bool(const ClaimedTask&)>& match) {
+// the writer unstarted, for `reason` (and `gate`, for kGateClosed): their
+// attempts do not count.
+void Recall(Self self, const std::function<bool(const ClaimedTask&)>& match,
+            DeferReason reason, const std::string& gate = {}) {
   auto& st = self->state;
   int64_t now = st.NowMicros();
   for (ClaimedTask& task : st.config.pool->Recall(match)) {
@@ -529,6 +551,8 @@ void Recall(Self self, const std::function<bool(const ClaimedTask&)>& match) {
     outcome.id = task.id;
     outcome.attempt = task.attempt;
     outcome.started = false;
+    outcome.given_back = reason;
+    outcome.given_back_gate = gate;
     Finish(st, std::move(done), std::move(outcome), now);
   }
 }
@@ -610,6 +634,27 @@ void ScheduleDispatch(Self self) {
   self->send(self, dispatch_atom::value);
 }
 
+// Why a committed claim of `type` must not start now: the runtime stops,
+// or it or the type is paused; kNone when it may.
+DeferReason HeldBack(SchedulerState& st, const std::string& type) {
+  if (st.stopping || !st.started) return DeferReason::kStopping;
+  if (st.paused || st.TypeOf(type).paused) return DeferReason::kPaused;
+  return DeferReason::kNone;
+}
+
+// Gives a committed claim back to the writer unstarted, for `reason`.
+void GiveBack(SchedulerState& st, const ClaimedTask& task, DeferReason reason) {
+  auto it = st.running.find(task.id);
+  Running done = std::move(it->second);
+  st.running.erase(it);
+  Outcome outcome;
+  outcome.id = task.id;
+  outcome.attempt = task.attempt;
+  outcome.started = false;
+  outcome.given_back = reason;
+  Finish(st, std::move(done), std::move(outcome), st.NowMicros());
+}
+
 // Committed claims: to idle workers first, the rest into the pool, where
 // the next worker to finish an attempt takes them.
 void RunClaimed(Self self, std::vector<ClaimedTask>& claimed) {
@@ -626,6 +671,13 @@ void RunClaimed(Self self, std::vector<ClaimedTask>& claimed) {
     st.running[task.id] =
         Running{task.attempt,    task.type,       task.group, task.control,
                 task.start_slot, task.timeout_us, false};
+    if (DeferReason held = HeldBack(st, task.type);
+        held != DeferReason::kNone) {
+      // Claimed before a stop or pause that came meanwhile: it must not
+      // start.
+      GiveBack(st, task, held);
+      continue;
+    }
     if (task.timeout_us > 0) {
       st.deadlines.emplace(st.NowMicros() + task.timeout_us, task.id,
                            task.attempt);
@@ -664,9 +716,10 @@ void ApplyChanges(Self self, QueueChanges& changes) {
       if (it != st.running.end()) it->second.control->Cancel();
     }
     // Not started yet: they end cancelled without running.
-    Recall(self, [&](const ClaimedTask& task) {
-      return cancelled.count(task.id) != 0;
-    });
+    Recall(
+        self,
+        [&](const ClaimedTask& task) { return cancelled.count(task.id) != 0; },
+        DeferReason::kRecalled);
   }
   st.claims_in_flight -= changes.refused.size();
   for (const QueueEntry& entry : changes.refused) {
@@ -741,11 +794,14 @@ void ForwardControl(Self self, ControlCommand& command) {
   using Kind = ControlCommand::Kind;
   if (command.kind == Kind::kCancel || command.kind == Kind::kHold) {
     TaskId id = command.id;
-    Recall(self, [id](const ClaimedTask& task) { return task.id == id; });
+    Recall(
+        self, [id](const ClaimedTask& task) { return task.id == id; },
+        DeferReason::kRecalled);
   } else if (command.kind == Kind::kCancelGroup) {
     const std::string& group = command.stored_group;
-    Recall(self,
-           [&group](const ClaimedTask& task) { return task.group == group; });
+    Recall(
+        self, [&group](const ClaimedTask& task) { return task.group == group; },
+        DeferReason::kRecalled);
   }
   SendOutcomes(st, self);
   self->send(st.config.writer, control_atom::value, std::move(command));
@@ -784,6 +840,15 @@ scheduler_actor::behavior_type SchedulerBehavior(Self self,
         ApplyChanges(self, changes);
       },
       [self](start_atom, DispatchConfig& dispatch) { Start(self, dispatch); },
+      [self](start_atom) {
+        auto& s = self->state;
+        if (s.closing) return;
+        // A Start that overtook the end of a Stop: the runtime refuses
+        // that, but the scheduler keeps to its own state either way.
+        s.stopping = false;
+        s.started = true;
+        ScheduleDispatch(self);
+      },
       [self](outcome_atom, uint32_t worker, Outcome& outcome, bool idle) {
         OnOutcome(self, worker, outcome, idle);
       },
@@ -812,11 +877,14 @@ scheduler_actor::behavior_type SchedulerBehavior(Self self,
         s.drains.erase(it);
         done(Status::TimedOut("the queue did not drain within the timeout"));
       },
-      [self](stop_atom, Completion& done) {
+      [self](stop_atom, Completion& done, bool closing) {
         auto& s = self->state;
         s.stopping = true;
+        s.closing |= closing;
         s.stops.push_back(std::move(done));
-        Recall(self, [](const ClaimedTask&) { return true; });
+        Recall(
+            self, [](const ClaimedTask&) { return true; },
+            DeferReason::kStopping);
         // What is still running has started: its handler hears of the
         // stop through TaskContext::stopping.
         for (auto& [id, run] : s.running) run.control->RequestStop();
@@ -826,9 +894,12 @@ scheduler_actor::behavior_type SchedulerBehavior(Self self,
         auto& s = self->state;
         if (paused) {
           // A pause stops tasks from starting, claimed ones too.
-          Recall(self, [&type](const ClaimedTask& task) {
-            return type.empty() || task.type == type;
-          });
+          Recall(
+              self,
+              [&type](const ClaimedTask& task) {
+                return type.empty() || task.type == type;
+              },
+              DeferReason::kPaused);
         }
         s.StoreControl(
             type.empty() ? ControlKind::kPaused : ControlKind::kPausedType,
@@ -859,10 +930,14 @@ scheduler_actor::behavior_type SchedulerBehavior(Self self,
         auto& s = self->state;
         s.SetGate(gate, open, s.NowMicros());
         if (!open) {
-          Recall(self, [&](const ClaimedTask& task) {
-            const auto& gates = s.TypeOf(task.type).policy.requires_gates;
-            return std::find(gates.begin(), gates.end(), gate) != gates.end();
-          });
+          Recall(
+              self,
+              [&](const ClaimedTask& task) {
+                const auto& gates = s.TypeOf(task.type).policy.requires_gates;
+                return std::find(gates.begin(), gates.end(), gate) !=
+                       gates.end();
+              },
+              DeferReason::kGateClosed, gate);
         }
         ScheduleDispatch(self);
       },

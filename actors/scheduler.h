@@ -52,7 +52,8 @@ struct SchedulerConfig {
   // by one) wins over them.
   std::unordered_map<std::string, uint32_t> group_limits;
   std::shared_ptr<ProgressBoard> progress;
-  // Assigns ids to periodic slots' tasks.
+  // Assigns ids to periodic slots' tasks; 0 when none can be had (the
+  // slot is skipped, logged by the allocator).
   std::function<TaskId()> allocate_id;
   // How long to wait before claiming again after a failed write.
   std::chrono::milliseconds storage_retry_delay{100};

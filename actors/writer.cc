@@ -1,6 +1,8 @@
 #include "actors/writer.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <ctime>
 #include <random>
 #include <unordered_set>
@@ -69,6 +71,15 @@ struct Batch {
   std::vector<Outcome> outcomes;
   std::unordered_set<TaskId> timed_out;
   std::vector<TaskId> cancel_requested;
+  // Only while someone listens to events: what the enqueued and deferred
+  // events of this batch's tasks carry beyond their states.
+  struct Enqueued {
+    std::string dedup_key;
+    std::string idempotency_key;
+    int64_t run_at_us = 0;
+  };
+  std::unordered_map<TaskId, Enqueued> enqueued;
+  std::unordered_map<TaskId, std::pair<DeferReason, std::string>> deferrals;
 };
 
 struct WriterState {
@@ -92,8 +103,21 @@ struct WriterState {
     return config.clock->Now().time_since_epoch().count();
   }
   double UnitRandom() {
-    return std::uniform_real_distribution<double>(0.0, 1.0)(rng);
+    if (!config.random_fraction) {
+      return std::uniform_real_distribution<double>(0.0, 1.0)(rng);
+    }
+    double r = config.random_fraction();
+    if (std::isnan(r)) return 0.5;
+    return std::clamp(r, 0.0, std::nextafter(1.0, 0.0));
   }
+  // Whether this batch's events will be built (someone subscribed).
+  bool EventsWanted() const {
+    return config.on_events &&
+           (!config.events_wanted || config.events_wanted());
+  }
+  // Handed-off tasks whose progress Runtime::ReportProgress set; cleared
+  // from the board when their hand-off ends.
+  std::unordered_set<TaskId> external_progress;
   storage::WriteTxn& txn() {
     if (!batch.txn) {
       batch.txn = std::make_unique<storage::WriteTxn>(config.store);
@@ -352,6 +376,10 @@ struct WriterState {
                     config.store->StoredGroup(task.group),
                     config.store->StoredDedupKey(task.dedup_key));
       txn().Insert(std::move(records.spec), std::move(records.state));
+      if (EventsWanted()) {
+        batch.enqueued[task.id] = Batch::Enqueued{
+            task.dedup_key, task.idempotency_key, task.run_at_us};
+      }
       if (!task.periodic_name.empty()) {
         std::string slot;
         storage::PutBigEndian64(&slot,
@@ -394,11 +422,29 @@ struct WriterState {
           StateRecord before = record;
           Settle(&record, outcome, now, UnitRandom());
           if (outcome.timed_out) batch.timed_out.insert(outcome.id);
+          NoteDeferral(outcome);
           Stage(before, std::move(record));
         }
       }
       batch.outcomes.push_back(std::move(outcome));
     }
+  }
+
+  // For the deferred event: why the outcome, if it turns out a deferral,
+  // gave its task back.
+  void NoteDeferral(const Outcome& outcome) {
+    if (!EventsWanted()) return;
+    std::pair<DeferReason, std::string> why{DeferReason::kNone, {}};
+    if (!outcome.started) {
+      why = {outcome.given_back, outcome.given_back_gate};
+    } else if (outcome.stopped) {
+      why.first = DeferReason::kStopping;
+    } else if (outcome.deferred_until_gate) {
+      why = {DeferReason::kGateClosed, *outcome.deferred_until_gate};
+    } else if (outcome.snooze_us) {
+      why.first = DeferReason::kSnoozed;
+    }
+    if (why.first != DeferReason::kNone) batch.deferrals[outcome.id] = why;
   }
 
   // Sets aside a task whose spec a worker could not read: its state is
@@ -430,6 +476,10 @@ struct WriterState {
       if (command.started && !command.started(id, record.attempts)) {
         ReturnUnstarted(&record, now);
         ++recovered.unstarted;
+        // The process stopped before the claim started.
+        if (EventsWanted()) {
+          batch.deferrals[id] = {DeferReason::kStopping, std::string()};
+        }
       } else {
         Interrupt(&record, now, UnitRandom());
         ++recovered.interrupted;
@@ -502,6 +552,8 @@ struct WriterState {
       case Kind::kCompleteHandOff:
       case Kind::kFailHandOff:
         return FinishHandOff(command, std::move(record));
+      case Kind::kReportProgress:
+        return ReportProgress(command, record);
       default:
         return Status::InvalidArgument("unknown control command");
     }
@@ -546,8 +598,64 @@ struct WriterState {
     int64_t now = NowMicros();
     PrepareManualRetry(&record, command.retry, now);
     ApplyVerdict(&record, verdict, now);
+    TaskId id = record.id;
     txn().Update(std::move(record));
+    if (EventsWanted()) NoteStoredKeys(id);
     return ControlResult{};
+  }
+
+  // For the enqueued event of a task retried by hand: its keys, from its
+  // spec (the state holds the dedup key only in stored form). A spec that
+  // cannot be read leaves them empty; the retry goes on.
+  void NoteStoredKeys(TaskId id) {
+    std::string bytes;
+    storage::SpecRecord spec;
+    if (!config.store->GetSpec(id, &bytes).ok() ||
+        !storage::DecodeSpec(id, bytes, &spec).ok()) {
+      return;
+    }
+    batch.enqueued[id] =
+        Batch::Enqueued{spec.dedup_key, spec.idempotency_key, 0};
+  }
+
+  // Puts the progress of a handed-off task on the board. Writes nothing;
+  // decided here, against the state as this batch sees it, so that a
+  // report never lands after the commit that ended the hand-off.
+  Result<ControlResult> ReportProgress(const ControlCommand& command,
+                                       const StateRecord& record) {
+    if (record.status != TaskStatus::kRunning) {
+      return NotActionable(record.id,
+                           std::string("is ") + TaskStatusName(record.status) +
+                               ", not running and handed off: progress is "
+                               "reported for a handed-off task only");
+    }
+    if (record.handoff_reference.empty()) {
+      return NotActionable(record.id,
+                           "is running in its handler, not handed off: its "
+                           "handler reports through "
+                           "TaskContext::ReportProgress");
+    }
+    if (!config.progress) {
+      return Status::FailedPrecondition("progress is not kept");
+    }
+    config.progress->Set(record.id, command.progress);
+    external_progress.insert(record.id);
+    return ControlResult{};
+  }
+
+  // After a commit: forgets the progress of tasks whose hand-off ended.
+  void ClearEndedProgress(const Batch& committed) {
+    if (external_progress.empty() || !committed.txn) return;
+    for (const auto& [id, entry] : committed.txn->entries()) {
+      if (external_progress.count(id) == 0) continue;
+      const auto& after = entry.after;
+      if (after && after->status == TaskStatus::kRunning &&
+          !after->handoff_reference.empty()) {
+        continue;
+      }
+      config.progress->Clear(id);
+      external_progress.erase(id);
+    }
   }
 
   // Deletes a finished task that no waiting task depends on.
@@ -959,6 +1067,17 @@ struct WriterState {
     return changes;
   }
 
+  // An enqueued event's keys and run-at time, as the batch noted them.
+  static void AddEnqueuedFields(const Batch& committed, TaskEvent* event) {
+    auto it = committed.enqueued.find(event->id);
+    if (it == committed.enqueued.end()) return;
+    event->dedup_key = it->second.dedup_key;
+    event->idempotency_key = it->second.idempotency_key;
+    if (it->second.run_at_us != 0) {
+      event->run_at = Timestamp(Duration(it->second.run_at_us));
+    }
+  }
+
   // The lifecycle events of a committed batch, in the order its changes
   // were staged (a cause before its cascade).
   std::vector<TaskEvent> EventsOf(const Batch& committed) const {
@@ -980,6 +1099,13 @@ struct WriterState {
       if (after.next_attempt_us != 0) {
         event.next_attempt_at = Timestamp(Duration(after.next_attempt_us));
       }
+      auto deferral = committed.deferrals.find(id);
+      bool deferred = before == TaskStatus::kRunning &&
+                      deferral != committed.deferrals.end();
+      if (deferred) {
+        event.defer_reason = deferral->second.first;
+        event.gate = deferral->second.second;
+      }
       switch (after.status) {
         case TaskStatus::kPending:
         case TaskStatus::kWaiting:
@@ -998,6 +1124,12 @@ struct WriterState {
           event.kind = TaskEvent::Kind::kStarted;
           break;
         case TaskStatus::kRetryScheduled:
+          if (deferred) {
+            // Given back unstarted after an earlier failure: no attempt
+            // failed now.
+            event.kind = TaskEvent::Kind::kDeferred;
+            break;
+          }
           event.kind = TaskEvent::Kind::kRetryScheduled;
           event.error = after.last_error;
           break;
@@ -1016,12 +1148,19 @@ struct WriterState {
         case TaskStatus::kHeld:
           continue;
       }
+      if (event.kind == TaskEvent::Kind::kEnqueued ||
+          (!before && IsTerminal(after.status))) {
+        AddEnqueuedFields(committed, &event);
+      }
       if (!before && IsTerminal(after.status)) {
         // Born finished (a dependency had failed): it was still enqueued.
         TaskEvent enqueued = event;
         enqueued.kind = TaskEvent::Kind::kEnqueued;
         enqueued.error.clear();
         events.push_back(std::move(enqueued));
+        event.dedup_key.clear();
+        event.idempotency_key.clear();
+        event.run_at.reset();
       }
       if (committed.timed_out.count(id) != 0) {
         TaskEvent timed_out = event;
@@ -1221,6 +1360,7 @@ void CommitBatch(Self self) {
   // Events next: whoever hears of this commit next (the scheduler, which
   // may answer a Drain, or a caller) must find its events already posted.
   bool changed = status.ok() && batch.txn && !batch.txn->entries().empty();
+  if (changed) st.ClearEndedProgress(batch);
   if (changed && st.config.on_events &&
       (!st.config.events_wanted || st.config.events_wanted())) {
     std::vector<TaskEvent> events = st.EventsOf(batch);

@@ -17,6 +17,7 @@
 #include <spool/clock.h>
 
 #include "actors/actors.h"
+#include "actors/attempt_control.h"
 #include "actors/writer_stats.h"
 #include "storage/task_store.h"
 #include "util/metrics.h"
@@ -48,6 +49,13 @@ struct WriterConfig {
   // Where the writer publishes spool::Statistics' counters, commit
   // histograms and task counts after each commit. Null: nowhere.
   std::shared_ptr<metrics::Metrics> metrics;
+  // Where progress reported for handed-off tasks goes
+  // (ControlCommand::kReportProgress); the writer clears it once the
+  // hand-off ends. Null: such reports are refused.
+  std::shared_ptr<ProgressBoard> progress;
+  // The random fraction for retry jitter (Options::random_fraction).
+  // Null: a generator of the writer's own.
+  std::function<double()> random_fraction;
 };
 
 // Spawns the writer on a thread of its own (detached): a commit waits for

@@ -2,6 +2,7 @@
 // pause, limits, periodic tasks and events.
 
 #include <algorithm>
+#include <cmath>
 
 #include <caf/all.hpp>
 
@@ -248,12 +249,16 @@ void RuntimeImpl::SendStep(std::shared_ptr<StepRun> run) {
 
 Status RuntimeImpl::Pause() {
   if (read_only_) return ReadOnlyError("Pause");
-  return TellScheduler(actors::pause_atom::value, std::string(), true);
+  Status s = TellScheduler(actors::pause_atom::value, std::string(), true);
+  if (s.ok()) paused_ = true;
+  return s;
 }
 
 Status RuntimeImpl::Resume() {
   if (read_only_) return ReadOnlyError("Resume");
-  return TellScheduler(actors::pause_atom::value, std::string(), false);
+  Status s = TellScheduler(actors::pause_atom::value, std::string(), false);
+  if (s.ok()) paused_ = false;
+  return s;
 }
 
 Status RuntimeImpl::PauseType(std::string_view type) {
@@ -289,6 +294,43 @@ Status RuntimeImpl::SetGate(std::string_view gate, bool open) {
 
 std::optional<double> RuntimeImpl::Progress(TaskId id) {
   return progress_->Get(id);
+}
+
+Future<void> RuntimeImpl::ReportProgress(TaskId id, double fraction) {
+  if (read_only_) {
+    return Failed<void>(ReadOnlyError("ReportProgress"), executor_);
+  }
+  if (std::isnan(fraction) || fraction < 0.0 || fraction > 1.0) {
+    return Failed<void>(
+        Status::InvalidArgument("ReportProgress: fraction must be in [0, 1], "
+                                "got " +
+                                std::to_string(fraction)),
+        executor_);
+  }
+  CallGuard guard(this);
+  if (guard.closed()) return Failed<void>(ClosedError(), executor_);
+  ControlCommand command;
+  command.kind = ControlCommand::Kind::kReportProgress;
+  command.id = id;
+  command.progress = fraction;
+  auto promise = NewPromise<void>();
+  command.done = [promise](const Result<ControlResult>& result) {
+    promise.Set(Result<void>(result.status()));
+  };
+  Deliver(std::move(command));
+  return promise.GetFuture();
+}
+
+uint64_t RuntimeImpl::SubscribeProgress(
+    std::function<void(const ProgressUpdate&)> listener) {
+  if (!listener) return 0;
+  uint64_t token;
+  {
+    std::lock_guard<std::mutex> lock(subscribers_mutex_);
+    token = next_subscriber_++;
+  }
+  progress_feed_->Add(token, std::move(listener));
+  return token;
 }
 
 Status RuntimeImpl::AddPeriodic(PeriodicTask periodic) {
@@ -340,10 +382,16 @@ void RuntimeImpl::Unsubscribe(uint64_t token) {
   {
     std::lock_guard<std::mutex> lock(subscribers_mutex_);
     auto it = subscribers_.find(token);
-    if (it == subscribers_.end()) return;
-    subscriber = std::move(it->second);
-    subscribers_.erase(it);
-    subscriber_count_ = subscribers_.size();
+    if (it != subscribers_.end()) {
+      subscriber = std::move(it->second);
+      subscribers_.erase(it);
+      subscriber_count_ = subscribers_.size();
+    }
+  }
+  if (!subscriber) {
+    // Not an event listener: a progress listener, or nothing.
+    progress_feed_->Remove(token);
+    return;
   }
   // A delivery in progress sees the flag before its next call and stops;
   // taking the mutex waits for the call running now on another thread (on

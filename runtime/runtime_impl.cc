@@ -202,6 +202,7 @@ void RuntimeImpl::SetUpCallbacks() {
     own_executor_ = std::make_shared<ThreadExecutor>();
     executor_ = own_executor_;
   }
+  progress_feed_->SetExecutor(executor_);
 }
 
 void RuntimeImpl::StartActorSystem() {
@@ -282,6 +283,11 @@ Status RuntimeImpl::OpenStore() {
   s = storage::TaskStore::Open(store_options, &store_);
   if (!s.ok()) return s;
   next_id_ = store_->reserved_ids();
+  if (options_.id_source && !read_only_) {
+    // What the source's ids must stay above (Options::id_source).
+    s = store_->HighestTaskId(&last_sourced_id_);
+    if (!s.ok()) return s.WithContext("reading the highest task id");
+  }
   return Status::OK();
 }
 
@@ -298,6 +304,8 @@ void RuntimeImpl::StartWriter() {
     Publish(std::move(events));
   };
   writer_config.events_wanted = [this] { return subscriber_count_.load() > 0; };
+  writer_config.progress = progress_;
+  writer_config.random_fraction = options_.random_fraction;
   writer_ = actors::SpawnWriter(*actor_system_, std::move(writer_config));
   // `this` outlives every send: Close ends the admission before the writer.
   admission_ = std::make_shared<Admission>(
@@ -337,6 +345,7 @@ Result<actors::RecoveryResult> RuntimeImpl::Recover() {
 
 void RuntimeImpl::StartScheduler(actors::RecoveryResult recovered) {
   periodic_slots_ = recovered.periodic_slots;
+  paused_ = recovered.controls.paused;
   actors::SchedulerConfig scheduler_config;
   scheduler_config.writer = writer_;
   scheduler_config.clock = clock_;
@@ -348,7 +357,7 @@ void RuntimeImpl::StartScheduler(actors::RecoveryResult recovered) {
     scheduler_config.group_limits[store_->StoredGroup(group)] = limit;
   }
   scheduler_config.progress = progress_;
-  scheduler_config.allocate_id = [this] { return next_id_.fetch_add(1); };
+  scheduler_config.allocate_id = [this] { return PeriodicId(); };
   scheduler_config.pool = pool_;
   scheduler_config.claim_ahead = static_cast<size_t>(options_.claim_ahead);
   scheduler_config.start_log = start_log_.get();
@@ -481,9 +490,7 @@ Status RuntimeImpl::Start() {
   if (read_only_) return ReadOnlyError("Start");
   ForgetActorSystemOnExit forget;
   std::lock_guard<std::mutex> lock(registry_mutex_);
-  if (started_) {
-    return Status::FailedPrecondition("the runtime is already started");
-  }
+  if (started_) return Restart();
   auto registry = std::atomic_load(&registry_);
   actors::DispatchConfig dispatch;
   for (const auto& [type, entry] : *registry) {
@@ -526,9 +533,83 @@ Status RuntimeImpl::Start() {
     workers_.push_back(actors::SpawnWorker(*actor_system_, std::move(config)));
   }
   dispatch.workers = workers_;
+  run_state_ = spool::RunState::kRunning;
   caf::anon_send(scheduler_, actors::start_atom::value, std::move(dispatch));
   StartRetention();
   return Status::OK();
+}
+
+Status RuntimeImpl::Restart() {
+  switch (run_state_.load()) {
+    case spool::RunState::kIdle:
+      break;
+    case spool::RunState::kStopping:
+      return Status::FailedPrecondition(
+          "the runtime is stopping: Start it again once Stop's future "
+          "resolved");
+    default:
+      return Status::FailedPrecondition("the runtime is already started");
+  }
+  run_state_ = spool::RunState::kRunning;
+  stop_promise_.reset();
+  stop_future_.reset();
+  caf::anon_send(scheduler_, actors::start_atom::value);
+  return Status::OK();
+}
+
+Future<void> RuntimeImpl::Stop() {
+  if (read_only_) return Failed<void>(ReadOnlyError("Stop"), executor_);
+  CallGuard guard(this);
+  if (guard.closed()) return Failed<void>(ClosedError(), executor_);
+  std::lock_guard<std::mutex> lock(registry_mutex_);
+  spool::RunState state = run_state_.load();
+  if (state == spool::RunState::kStopping && stop_future_) return *stop_future_;
+  if (state != spool::RunState::kRunning) {
+    return MakeReadyFuture<void>(Result<void>(Status::OK()), executor_);
+  }
+  auto promise = NewPromise<void>();
+  stop_promise_ = promise;
+  stop_future_ = promise.GetFuture();
+  run_state_ = spool::RunState::kStopping;
+  // Answered on the scheduler's thread once no handler runs. The runtime
+  // outlives the scheduler (Close stops it before anything else goes).
+  Completion stopped = [this, promise](const Status& s) {
+    {
+      std::lock_guard<std::mutex> relock(registry_mutex_);
+      // After Close began, RunClose owns the state.
+      if (!closed_ && run_state_ == spool::RunState::kStopping) {
+        run_state_ = spool::RunState::kIdle;
+      }
+    }
+    promise.Set(Result<void>(s));
+  };
+  caf::anon_send(scheduler_, actors::stop_atom::value, std::move(stopped),
+                 /*closing=*/false);
+  return *stop_future_;
+}
+
+spool::RunState RuntimeImpl::RunState() {
+  spool::RunState state = run_state_.load();
+  if (state == spool::RunState::kRunning && paused_) {
+    return spool::RunState::kPaused;
+  }
+  return state;
+}
+
+bool RuntimeImpl::IsClosed() { return closed_.load(); }
+
+const char* RunStateName(RunState state) {
+  switch (state) {
+    case RunState::kIdle:
+      return "idle";
+    case RunState::kRunning:
+      return "running";
+    case RunState::kPaused:
+      return "paused";
+    case RunState::kStopping:
+      return "stopping";
+  }
+  return "invalid";
 }
 
 void RuntimeImpl::StartRetention() {
@@ -703,11 +784,40 @@ Result<actors::NewTask> RuntimeImpl::Prepare(TaskSpec& task,
 
 namespace {
 
-// Assigns the id last, once the task is known to be valid, and refuses a
-// task that depends on itself.
-Status AssignId(actors::NewTask* task, std::atomic<uint64_t>* next_id,
-                const std::string& what) {
-  task->id = next_id->fetch_add(1);
+// The bound on ids from Options::id_source: 2^63, so that the id
+// reservation above the highest id (kIdReservationBlock) cannot wrap.
+constexpr TaskId kSourcedIdLimit = TaskId{1} << 63;
+
+}  // namespace
+
+Result<TaskId> RuntimeImpl::NextSourcedId() {
+  std::lock_guard<std::mutex> lock(id_mutex_);
+  TaskId id = options_.id_source();
+  if (id == 0 || id >= kSourcedIdLimit) {
+    return Status::InvalidArgument("Options::id_source returned " +
+                                   std::to_string(id) +
+                                   "; ids must be between 1 and 2^63 - 1");
+  }
+  if (id <= last_sourced_id_) {
+    return Status::InvalidArgument(
+        "Options::id_source returned " + std::to_string(id) +
+        ", not above the last id accepted or stored (" +
+        std::to_string(last_sourced_id_) +
+        "): ids must increase strictly and never repeat; nothing of the "
+        "call was stored");
+  }
+  last_sourced_id_ = id;
+  return id;
+}
+
+Status RuntimeImpl::AssignId(actors::NewTask* task, const std::string& what) {
+  if (options_.id_source) {
+    Result<TaskId> id = NextSourcedId();
+    if (!id.ok()) return id.status().WithContext(what);
+    task->id = *id;
+  } else {
+    task->id = next_id_.fetch_add(1);
+  }
   if (std::find(task->depends_on.begin(), task->depends_on.end(), task->id) !=
       task->depends_on.end()) {
     return Status::InvalidArgument(what + ": a task cannot depend on itself");
@@ -715,7 +825,14 @@ Status AssignId(actors::NewTask* task, std::atomic<uint64_t>* next_id,
   return Status::OK();
 }
 
-}  // namespace
+TaskId RuntimeImpl::PeriodicId() {
+  if (!options_.id_source) return next_id_.fetch_add(1);
+  Result<TaskId> id = NextSourcedId();
+  if (id.ok()) return *id;
+  Logger()->error("a periodic slot is not enqueued: {}",
+                  id.status().ToString());
+  return 0;
+}
 
 Ticket RuntimeImpl::Enqueue(TaskSpec task) {
   CallGuard guard(this);
@@ -727,7 +844,7 @@ Ticket RuntimeImpl::Enqueue(TaskSpec task) {
   int64_t now = clock_->Now().time_since_epoch().count();
   Result<actors::NewTask> prepared = Prepare(task, "task", now);
   Status s = prepared.status();
-  if (s.ok()) s = AssignId(&*prepared, &next_id_, "task");
+  if (s.ok()) s = AssignId(&*prepared, "task");
   if (!s.ok()) return Ticket{0, Failed<TaskId>(s, executor_)};
 
   TaskId id = prepared->id;
@@ -789,7 +906,7 @@ BatchTicket RuntimeImpl::EnqueueMany(std::vector<TaskSpec> tasks, bool chain) {
   Ids ids;
   ids.reserve(tasks.size());
   for (size_t i = 0; i < command.tasks.size(); ++i) {
-    Status s = AssignId(&command.tasks[i], &next_id_,
+    Status s = AssignId(&command.tasks[i],
                         "task " + std::to_string(i) + " of the batch");
     if (!s.ok()) return BatchTicket{{}, Failed<Ids>(s, executor_)};
     ids.push_back(command.tasks[i].id);
@@ -895,6 +1012,7 @@ Future<void> RuntimeImpl::Close() {
 
 void RuntimeImpl::RunClose(Promise<void> promise) {
   closed_ = true;
+  bool was_started = run_state_ != spool::RunState::kIdle;
   while (calls_in_flight_.load() != 0) std::this_thread::yield();
   // Before the writer's last barrier, so that nothing is handed to it after.
   if (admission_) {
@@ -915,7 +1033,9 @@ void RuntimeImpl::RunClose(Promise<void> promise) {
   Status result;
   bool handlers_stuck = false;
   Promise<void> stopped;
-  caf::anon_send(scheduler_, actors::stop_atom::value, completion(stopped));
+  if (was_started) run_state_ = spool::RunState::kStopping;
+  caf::anon_send(scheduler_, actors::stop_atom::value, completion(stopped),
+                 /*closing=*/true);
   if (!stopped.GetFuture().WaitFor(options_.close_timeout)) {
     handlers_stuck = true;
     result = Status::TimedOut(
@@ -923,6 +1043,8 @@ void RuntimeImpl::RunClose(Promise<void> promise) {
         std::to_string(options_.close_timeout.count()) +
         " ms; their tasks stay running and are recovered at the next open");
     Logger()->warn("close: {}", result.message());
+  } else {
+    run_state_ = spool::RunState::kIdle;
   }
   Promise<void> committed;
   caf::anon_send(writer_, actors::barrier_atom::value, completion(committed));
@@ -958,6 +1080,11 @@ void RuntimeImpl::RunClose(Promise<void> promise) {
     if (!s.ok() && result.ok()) result = s.WithContext("close");
   }
   store_.reset();
+  {
+    // A Stop the scheduler never answered (its handlers outlived Close).
+    std::lock_guard<std::mutex> lock(registry_mutex_);
+    if (stop_promise_) stop_promise_->Set(Result<void>(ClosedError()));
+  }
   if (own_executor_) own_executor_->Shutdown();
   promise.Set(Result<void>(result));
 }

@@ -19,6 +19,7 @@
 #include "actors/handler_registry.h"
 #include "actors/writer_stats.h"
 #include "runtime/admission.h"
+#include "runtime/progress_feed.h"
 #include "runtime/test_hooks.h"
 #include "runtime/thread_executor.h"
 #include "storage/queries.h"
@@ -84,6 +85,9 @@ class RuntimeImpl final : public Runtime {
   Status RegisterHandler(std::string_view type, Handler handler,
                          HandlerOptions options) override;
   Status Start() override;
+  Future<void> Stop() override;
+  spool::RunState RunState() override;
+  bool IsClosed() override;
   Ticket Enqueue(TaskSpec task) override;
   BatchTicket EnqueueBatch(std::vector<TaskSpec> tasks) override;
   BatchTicket EnqueueChain(std::vector<TaskSpec> tasks) override;
@@ -107,6 +111,9 @@ class RuntimeImpl final : public Runtime {
   Future<void> FailHandOff(TaskId id, std::string reference,
                            std::string error) override;
   std::optional<double> Progress(TaskId id) override;
+  Future<void> ReportProgress(TaskId id, double fraction) override;
+  uint64_t SubscribeProgress(
+      std::function<void(const ProgressUpdate&)> listener) override;
   Status AddPeriodic(PeriodicTask periodic) override;
   uint64_t Subscribe(std::function<void(const TaskEvent&)> listener) override;
   void Unsubscribe(uint64_t token) override;
@@ -179,8 +186,21 @@ class RuntimeImpl final : public Runtime {
   // handler takes (at Start): a misspelt type would otherwise go unnoticed.
   void WarnOfTypesWithoutHandlers(
       const actors::HandlerRegistry& registry) const;
+  // Start after a Stop: the scheduler dispatches again.
+  // REQUIRES: registry_mutex_ held.
+  Status Restart();
+  // Assigns the task its id, from Options::id_source or the counter, last,
+  // once the task is known to be valid, and refuses a task that depends on
+  // itself. `what` names the task in errors.
+  Status AssignId(actors::NewTask* task, const std::string& what);
+  // The next id for a periodic slot (on the scheduler's thread); 0, logged,
+  // when the id source's id is refused.
+  TaskId PeriodicId();
+  // The id source's next id, checked against the last one accepted
+  // (Options::id_source's contract). REQUIRES: options_.id_source.
+  Result<TaskId> NextSourcedId();
   // Checks a task and turns it into a writer command, without an id yet
-  // (the writer assigns ids). `what` names it in errors ("task", "task 3 of
+  // (AssignId gives it one). `what` names it in errors ("task", "task 3 of
   // the batch" or "periodic task 'name'").
   Result<actors::NewTask> Prepare(TaskSpec& task, const std::string& what,
                                   int64_t now_us);
@@ -266,6 +286,11 @@ class RuntimeImpl final : public Runtime {
   uint64_t retention_listener_ = 0;
 
   std::atomic<uint64_t> next_id_{1};
+  // With Options::id_source: the last id it gave that was accepted (at
+  // open, the highest id stored), under id_mutex_, which is held around
+  // each call of the source.
+  std::mutex id_mutex_;
+  TaskId last_sourced_id_ = 0;
 
   // The bound on enqueues not yet durable (runtime/admission.h). Shared
   // with every enqueue command's `done`, which releases its room. Made at
@@ -276,11 +301,27 @@ class RuntimeImpl final : public Runtime {
   // Copy on write before Start, frozen after.
   std::shared_ptr<const actors::HandlerRegistry> registry_;
   std::atomic<bool> started_{false};
+  // RunState's answer but for a pause: kIdle, kRunning or kStopping.
+  // Changed under registry_mutex_ (and by Close).
+  std::atomic<spool::RunState> run_state_{spool::RunState::kIdle};
+  // Pause in effect (Pause, Resume, or restored at open).
+  std::atomic<bool> paused_{false};
+  // The Stop under way, if any (registry_mutex_); Close resolves it with
+  // Closed if the scheduler never answers it.
+  std::optional<Promise<void>> stop_promise_;
+  std::optional<Future<void>> stop_future_;
   std::vector<PeriodicTask> periodic_;
   // The last stored slot of each periodic task, as found at open.
   std::unordered_map<std::string, int64_t> periodic_slots_;
 
-  std::shared_ptr<ProgressBoard> progress_ = std::make_shared<ProgressBoard>();
+  // Delivers progress to SubscribeProgress listeners; the board, shared
+  // with the attempts and the writer, offers it every report.
+  std::shared_ptr<ProgressFeed> progress_feed_ =
+      std::make_shared<ProgressFeed>();
+  std::shared_ptr<ProgressBoard> progress_ = std::make_shared<ProgressBoard>(
+      [feed = progress_feed_](TaskId id, double progress) {
+        feed->Offer(id, progress);
+      });
 
   // Event subscribers; the count lets the writer skip building events.
   std::mutex subscribers_mutex_;

@@ -591,6 +591,18 @@ std::string EventJson(const TaskEvent& event) {
   if (event.next_attempt_at)
     out += ",\"next_attempt_at\":\"" + Rfc3339(*event.next_attempt_at) + "\"";
   if (event.was_running) out += ",\"was_running\":true";
+  if (!event.dedup_key.empty())
+    out += ",\"dedup_key\":" + Quote(event.dedup_key);
+  if (!event.idempotency_key.empty()) {
+    out += ",\"idempotency_key\":" + Quote(event.idempotency_key);
+  }
+  if (event.run_at) out += ",\"run_at\":\"" + Rfc3339(*event.run_at) + "\"";
+  if (event.defer_reason != DeferReason::kNone) {
+    out += ",\"defer_reason\":\"";
+    out += DeferReasonName(event.defer_reason);
+    out += "\"";
+  }
+  if (!event.gate.empty()) out += ",\"gate\":" + Quote(event.gate);
   return out + "}";
 }
 

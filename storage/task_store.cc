@@ -947,6 +947,32 @@ Status TaskStore::GetSpecLocked(TaskId id, std::string* bytes,
   return OpenValue(key, bytes);
 }
 
+Status TaskStore::HighestTaskId(TaskId* id) const {
+  *id = 0;
+  std::shared_lock<std::shared_mutex> lock(db_mutex_);
+  if (!db_) return StoreClosed(options_.path);
+  for (ColumnFamily family : {ColumnFamily::kTasks, ColumnFamily::kCorrupt}) {
+    if (!CheckFamily(family).ok()) continue;
+    std::unique_ptr<rocksdb::Iterator> it(
+        db_->NewIterator(rocksdb::ReadOptions(), Handle(family)));
+    it->SeekToLast();
+    if (!it->status().ok()) {
+      return FromRocks(it->status(), std::string("seeking the end of ") +
+                                         ColumnFamilyName(family));
+    }
+    if (!it->Valid()) continue;
+    TaskId last = 0;
+    TaskValueKind kind;
+    uint32_t number = 0;
+    if (!DecodeTaskKey(AsView(it->key()), &last, &kind, &number)) {
+      return Status::Corruption(std::string("a malformed key ends ") +
+                                ColumnFamilyName(family));
+    }
+    *id = std::max(*id, last);
+  }
+  return Status::OK();
+}
+
 Status TaskStore::ReadState(TaskId id, StateRecord* state) const {
   std::string key = StateKey(id);
   std::string bytes;

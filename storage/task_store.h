@@ -291,6 +291,11 @@ class TaskStore {
   // out before a crash; the runtime starts allocating here.
   uint64_t reserved_ids() const { return reserved_ids_; }
 
+  // The highest id of any task stored, set aside ones included, in *id (0
+  // when there is none): one seek to the end of `tasks` and of `corrupt`.
+  // What a custom id source (Options::id_source) must stay above.
+  Status HighestTaskId(TaskId* id) const;
+
   // Tasks with `status` as of the last commit.
   uint64_t CountOf(TaskStatus status) const {
     return counts_[static_cast<size_t>(status)];

@@ -102,4 +102,22 @@ const char* TaskEventKindName(TaskEvent::Kind kind) {
   return "invalid";
 }
 
+const char* DeferReasonName(DeferReason reason) {
+  switch (reason) {
+    case DeferReason::kNone:
+      return "none";
+    case DeferReason::kGateClosed:
+      return "gate_closed";
+    case DeferReason::kSnoozed:
+      return "snoozed";
+    case DeferReason::kPaused:
+      return "paused";
+    case DeferReason::kStopping:
+      return "stopping";
+    case DeferReason::kRecalled:
+      return "recalled";
+  }
+  return "invalid";
+}
+
 }  // namespace spool

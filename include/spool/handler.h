@@ -93,7 +93,9 @@ class TaskContext {
   bool WaitForCancelOrStop(Duration timeout) const;
 
   // Reports progress, e.g. a fraction in [0, 1]; readable through
-  // Runtime::Progress while the attempt runs. Kept in memory only.
+  // Runtime::Progress while the attempt runs, and delivered to
+  // Runtime::SubscribeProgress listeners. Kept in memory only. (Once the
+  // task is handed off, Runtime::ReportProgress reports for it.)
   void ReportProgress(double progress);
 
   // Hands the task off: when the handler returns OK, the task stays running,

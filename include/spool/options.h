@@ -355,6 +355,36 @@ struct Options {
   // meaning SystemClock().
   std::shared_ptr<Clock> clock;
 
+  // Where task ids come from, instead of spool's own counter (ids reserved
+  // on disk in blocks, increasing in the order Enqueue is called). Called
+  // once per task at Enqueue, EnqueueBatch, EnqueueChain (on the caller's
+  // thread) and for each periodic slot (on the scheduler's thread), one
+  // call at a time (spool holds a lock around it, so the source need not
+  // be thread safe); it must not block or call into the runtime.
+  //
+  // Contract: every id is in [1, 2^63) and greater than every id it
+  // returned before and than every id in the store, across restarts (a
+  // clock-based id, e.g. microseconds since an epoch with a counter in its
+  // low bits, keeps to it). spool checks that before it stores anything:
+  // an id that is 0, 2^63 or more, or not above the last one (at open: the
+  // highest id stored) is refused, and the call's ticket resolves with
+  // InvalidArgument naming Options::id_source, the id and the bound; a
+  // batch or chain is then refused whole. So a faulty source costs that
+  // call, never a task in the store. A refused id is not remembered: the
+  // next call is judged against the last id accepted (the ids a refused
+  // batch took before its bad one count as accepted). No config key.
+  // Default: null, meaning spool's counter.
+  std::function<TaskId()> id_source;
+
+  // The random fraction in [0, 1) that spreads the delays of exponential
+  // retry policies with jitter (RetryPolicy::DelayAfter's unit_random),
+  // e.g. a constant in tests, to make delays exact. Called on the writer's
+  // thread, once per failed attempt; it must not block or call into the
+  // runtime. A value outside [0, 1) is clamped into it (NaN counts as 0.5,
+  // the policy's plain delay). No config key. Default: null, meaning a
+  // uniform pseudo-random generator seeded at open.
+  std::function<double()> random_fraction;
+
   // Runs Future::Then callbacks. Default: null, meaning one spool thread
   // that runs nothing else.
   std::shared_ptr<Executor> callback_executor;

@@ -45,6 +45,23 @@
 
 namespace spool {
 
+// Whether a runtime dispatches tasks now (Runtime::RunState).
+enum class RunState : uint8_t {
+  // Not started yet, or stopped (Runtime::Stop finished): tasks wait, and
+  // enqueues, queries and live queries work.
+  kIdle = 0,
+  // Started: tasks are claimed and run.
+  kRunning = 1,
+  // Started, with Pause in effect (stored: a pause restored at open shows
+  // here once started). Running handlers finish; nothing new starts.
+  kPaused = 2,
+  // Stop or Close was called and handlers still run; nothing new starts.
+  kStopping = 3,
+};
+
+// "idle", "running", "paused" or "stopping".
+const char* RunStateName(RunState state);
+
 class Runtime {
  public:
   // Opens the storage at options.path (creating it when missing), records
@@ -123,8 +140,42 @@ class Runtime {
                                  HandlerOptions options = {}) = 0;
 
   // Starts running tasks. Tasks may be enqueued before Start; they wait.
-  // Returns FailedPrecondition when already started, Closed after Close.
+  // Allowed when idle: before the first Start, or once a Stop finished
+  // (Start again then takes up the same handlers, periodic tasks and
+  // limits; a periodic task's slots missed while stopped are caught up as
+  // after a restart). Returns FailedPrecondition when running, paused or
+  // stopping, Closed after Close.
   virtual Status Start() = 0;
+
+  // Stops dispatching without closing: nothing new starts, tasks claimed
+  // ahead go back to the queue unstarted (their attempts do not count),
+  // and running handlers finish, seeing TaskContext::stopping() turn true
+  // as at Close (one that returns an error then gives its task back
+  // unstarted; one that returns OK succeeds). The queue stays open
+  // meanwhile and afterwards: Enqueue, the control calls, queries and live
+  // queries keep working; a handed-off task is not affected and may still
+  // be completed; retention goes on purging; periodic tasks are not
+  // enqueued while stopped (Start catches up their latest missed slot). A
+  // Drain waiting then resolves with Aborted.
+  //
+  // The future resolves with OK once no handler of this runtime runs; the
+  // runtime is then idle (RunState) and Start may be called again. There
+  // is no time limit: a handler that never returns keeps it stopping (Close
+  // still gives up on it after close_timeout). Stop when idle resolves at
+  // once; Stop while stopping returns the same future as the first.
+  // Closed after Close (a Stop under way when Close is called resolves
+  // once Close stopped the handlers, or with Closed if Close gave up on
+  // them); FailedPrecondition on a read-only runtime.
+  virtual Future<void> Stop() = 0;
+
+  // What the runtime does now: idle, running, paused or stopping. After
+  // Close: kIdle once Close has stopped the handlers (kStopping before).
+  // Reads an atomic; never blocks.
+  virtual spool::RunState RunState() = 0;
+
+  // Whether Close was called (from that moment on every call that changes
+  // something fails with Closed).
+  virtual bool IsClosed() = 0;
 
   // Enqueues one task and returns at once. ticket.id is assigned on the spot;
   // ticket.stored resolves once the task is durable, or with the reason it
@@ -341,6 +392,34 @@ class Runtime {
   // cannot see another process's progress.
   virtual Future<std::optional<double>> GetProgress(TaskId id) = 0;
 
+  // Reports the progress of a task handed off (TaskContext::HandOff), whose
+  // work goes on outside its handler: e.g. from the process or callback
+  // that does it. `fraction` is in [0, 1]. It is readable through
+  // GetProgress and Progress and delivered to SubscribeProgress listeners,
+  // until the hand-off ends (CompleteHandOff, FailHandOff, Cancel). Kept in
+  // memory only, like a handler's progress: a restart forgets it.
+  //
+  // Resolves once the writer checked the task, with the batch it was in
+  // (the report itself writes nothing): OK; InvalidArgument naming `fraction` for NaN or a value
+  // outside [0, 1] (at once); NotFound for an unknown id;
+  // FailedPrecondition naming the task's status when it is not a running,
+  // handed-off task (a task still in its handler reports through
+  // TaskContext::ReportProgress); Closed after Close; FailedPrecondition on
+  // a read-only runtime.
+  virtual Future<void> ReportProgress(TaskId id, double fraction) = 0;
+
+  // Calls `listener` with each progress report of a running or handed-off
+  // task (TaskContext::ReportProgress, Runtime::ReportProgress), on the
+  // callback executor, without polling. Reports are coalesced: while a
+  // delivery is queued, later reports of the same task replace earlier
+  // ones, so a listener sees every task's latest value but may miss
+  // intermediate ones, and a handler reporting in a tight loop costs one
+  // map update per report. Calls of one listener never overlap. The token
+  // ends the subscription through Unsubscribe, with the same guarantees as
+  // for Subscribe. A null listener is ignored (the token is 0).
+  virtual uint64_t SubscribeProgress(
+      std::function<void(const ProgressUpdate&)> listener) = 0;
+
   // GetProgress's synchronous form, kept for compatibility: returns the
   // value on the caller's thread without a future (it never blocks: it reads
   // an in-memory table). Unlike GetProgress it also answers after Close and
@@ -357,7 +436,8 @@ class Runtime {
   // overlap. Returns a token for Unsubscribe.
   virtual uint64_t Subscribe(
       std::function<void(const TaskEvent&)> listener) = 0;
-  // Ends the subscription of `token`: once Unsubscribe returns, the listener
+  // Ends the subscription of `token` (from Subscribe or SubscribeProgress):
+  // once Unsubscribe returns, the listener
   // is not running and no call of it starts again, even for events already
   // queued on the executor. So an object whose listener captures it may be
   // destroyed right after Unsubscribe returns.
@@ -396,7 +476,9 @@ class Runtime {
   // DrainOptions): "wait until every task is final" without polling.
   // FailedPrecondition before Start, InvalidArgument for a negative
   // timeout, TimedOut past options.timeout, Closed if the runtime closes
-  // first.
+  // first, Aborted if Stop is called first. Called while the runtime is
+  // stopped (idle after Stop), it resolves at once when nothing is ready,
+  // else once the queue drained after the next Start.
   virtual Future<void> Drain(DrainOptions options) = 0;
 
   // Drain with the default options: tasks due later do not count, no time

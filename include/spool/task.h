@@ -334,6 +334,37 @@ struct DrainOptions {
   Duration timeout = Duration(0);
 };
 
+// Why a task went back to the queue without its attempt counting
+// (TaskEvent::kDeferred). Values may be compared and named
+// (DeferReasonName); they are not stored.
+//
+// A rate limit never defers a task: spool does not claim a task whose
+// type's rate limit holds it back, so it stays pending, keeps its place and
+// emits no event until it starts.
+enum class DeferReason : uint8_t {
+  // The event is not a deferral.
+  kNone = 0,
+  // A gate is closed (TaskEvent::gate names it): the handler called
+  // TaskContext::DeferUntilOpen, or the task was claimed ahead and a gate its
+  // type requires (HandlerOptions::requires_gates) closed before it started.
+  kGateClosed = 1,
+  // The handler snoozed it (TaskContext::Snooze); next_attempt_at is when
+  // it is due again.
+  kSnoozed = 2,
+  // It was claimed ahead and Pause or PauseType came before it started.
+  kPaused = 3,
+  // The runtime is stopping (Runtime::Stop or Close): it was claimed ahead
+  // and had not started, or its handler returned an error after
+  // TaskContext::stopping() turned true. It runs at the next Start.
+  kStopping = 4,
+  // It was claimed ahead and a Cancel, CancelGroup or Hold of it came
+  // before it started; that command then applies to it.
+  kRecalled = 5,
+};
+
+// "none", "gate_closed", "snoozed", "paused", "stopping", "recalled".
+const char* DeferReasonName(DeferReason reason);
+
 // Something that happened to a task, delivered to subscribers (see
 // Runtime::Subscribe) after the write that recorded it is durable.
 struct TaskEvent {
@@ -363,6 +394,32 @@ struct TaskEvent {
   std::optional<Timestamp> next_attempt_at;
   // For kCancelled: the task was running when it was cancelled.
   bool was_running = false;
+
+  // For kEnqueued: the task's EnqueueOptions::dedup_key and
+  // idempotency_key, empty when it has none. A task retried by hand
+  // (Runtime::Retry) carries its stored keys too.
+  std::string dedup_key;
+  std::string idempotency_key;
+  // For kEnqueued: the earliest start the enqueue asked for
+  // (EnqueueOptions::run_at, or now + delay), also when it is already past
+  // or the task waits for dependencies first; empty when it asked for none,
+  // and for a task retried by hand.
+  std::optional<Timestamp> run_at;
+
+  // For kDeferred: why (kNone for every other kind), and for kGateClosed
+  // the gate's name.
+  DeferReason defer_reason = DeferReason::kNone;
+  std::string gate;
+};
+
+// The progress a running task reported, as Runtime::SubscribeProgress
+// delivers it.
+struct ProgressUpdate {
+  TaskId id = 0;
+  // What was reported: by its handler (TaskContext::ReportProgress, any
+  // value) or, for a handed-off task, through Runtime::ReportProgress (a
+  // fraction in [0, 1]).
+  double progress = 0;
 };
 
 // "enqueued", "started", ...
