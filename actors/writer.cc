@@ -257,6 +257,11 @@ struct WriterState {
 
   void Enqueue(EnqueueCommand& command) {
     Result<std::vector<TaskId>> result = StageEnqueue(command.tasks);
+    if (result.ok()) {
+      for (AppBatch::Write& write : command.app_writes) {
+        txn().PutApp(std::move(write.key), std::move(write.value));
+      }
+    }
     batch.done.push_back(
         [done = std::move(command.done), result](const Status& commit) {
           if (!result.ok()) {

@@ -753,7 +753,8 @@ BatchTicket RuntimeImpl::EnqueueChain(std::vector<TaskSpec> tasks) {
   return EnqueueMany(std::move(tasks), /*chain=*/true);
 }
 
-BatchTicket RuntimeImpl::EnqueueMany(std::vector<TaskSpec> tasks, bool chain) {
+BatchTicket RuntimeImpl::EnqueueMany(std::vector<TaskSpec> tasks, bool chain,
+                                     std::vector<AppBatch::Write> app_writes) {
   using Ids = std::vector<TaskId>;
   CallGuard guard(this);
   if (guard.closed()) {
@@ -765,13 +766,17 @@ BatchTicket RuntimeImpl::EnqueueMany(std::vector<TaskSpec> tasks, bool chain) {
         Failed<Ids>(ReadOnlyError(chain ? "EnqueueChain" : "EnqueueBatch"),
                     executor_)};
   }
-  if (tasks.empty()) {
+  if (tasks.empty() && app_writes.empty()) {
     return BatchTicket{{}, MakeReadyFuture<Ids>(Ids{}, executor_)};
   }
   int64_t now = clock_->Now().time_since_epoch().count();
   actors::EnqueueCommand command;
   command.tasks.reserve(tasks.size());
   Admission::Cost cost{tasks.size(), 0};
+  for (const AppBatch::Write& write : app_writes) {
+    cost.bytes += write.key.size() + (write.value ? write.value->size() : 0);
+  }
+  command.app_writes = std::move(app_writes);
   for (size_t i = 0; i < tasks.size(); ++i) {
     Result<actors::NewTask> prepared =
         Prepare(tasks[i], "task " + std::to_string(i) + " of the batch", now);

@@ -86,9 +86,15 @@ class RuntimeImpl final : public Runtime {
   Status Start() override;
   Ticket Enqueue(TaskSpec task) override;
   BatchTicket EnqueueBatch(std::vector<TaskSpec> tasks) override;
+  BatchTicket CommitAppBatch(AppBatch batch) override;
+  Future<std::optional<std::string>> GetAppValue(std::string key) override;
+  Future<AppPage> ScanAppValues(AppScan scan) override;
   BatchTicket EnqueueChain(std::vector<TaskSpec> tasks) override;
   // EnqueueBatch, or EnqueueChain when `chain`.
-  BatchTicket EnqueueMany(std::vector<TaskSpec> tasks, bool chain);
+  // With `app_writes`, the application writes of CommitAppBatch, stored
+  // with the tasks or not at all.
+  BatchTicket EnqueueMany(std::vector<TaskSpec> tasks, bool chain,
+                          std::vector<AppBatch::Write> app_writes = {});
   Future<TaskStatus> Cancel(TaskId id) override;
   Future<uint64_t> CancelGroup(std::string group) override;
   Future<void> Retry(TaskId id, std::optional<RetryPolicy> policy) override;

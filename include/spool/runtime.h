@@ -34,6 +34,7 @@
 #include <string_view>
 #include <vector>
 
+#include <spool/app_batch.h>
 #include <spool/encryption.h>
 #include <spool/future.h>
 #include <spool/handler.h>
@@ -163,6 +164,30 @@ class Runtime {
   // policy deciding what a failed step does to the rest (by default: cancel
   // them). Stored atomically, like EnqueueBatch.
   virtual BatchTicket EnqueueChain(std::vector<TaskSpec> tasks) = 0;
+
+  // ---- The application key space (spool/app_batch.h) ----
+
+  // Commits the batch's writes of the application key space and its tasks
+  // in one write batch: all are durable before ticket.stored resolves with
+  // the tasks' ids (in the batch's order, as EnqueueBatch), or none is
+  // stored and it resolves with why. The tasks are checked as EnqueueBatch
+  // checks them (InvalidArgument naming the task by index, NotFound for a
+  // missing dependency, ...); the writes count against
+  // writer_max_pending_bytes with the payloads. A batch with writes and no
+  // task is fine; an empty one resolves at once. Closed after Close,
+  // FailedPrecondition on a read-only runtime.
+  virtual BatchTicket CommitAppBatch(AppBatch batch) = 0;
+
+  // The value of `key` in the application key space, as of one snapshot
+  // taken on a reader, or nullopt when it has none. InvalidArgument for an
+  // empty key or one longer than AppBatch::kMaxKeyBytes; Corruption naming
+  // the key for a value no configured key opens.
+  virtual Future<std::optional<std::string>> GetAppValue(std::string key) = 0;
+
+  // One page of the application key space in key order, on one snapshot
+  // (see AppScan, AppPage). InvalidArgument for a limit outside
+  // 1..AppScan::kMaxLimit.
+  virtual Future<AppPage> ScanAppValues(AppScan scan) = 0;
 
   // The task as stored now. NotFound for an unknown id; Corruption naming
   // the id when its record fails verification or cannot be decrypted, or
