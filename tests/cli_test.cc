@@ -784,7 +784,7 @@ TEST(SpoolCli, BadInputGetsOneLineAndItsExitCode) {
     for (size_t i = 0; i < names.size(); ++i) {
       if (names[i] == "meta") {
         ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), handles[i],
-                            "schema_version", std::string("\0\0\0\3", 4))
+                            "schema_version", std::string("\0\0\0\4", 4))
                         .ok());
       }
     }
@@ -794,7 +794,7 @@ TEST(SpoolCli, BadInputGetsOneLineAndItsExitCode) {
   Outcome version = Spool({"stats", newer, "--json"});
   EXPECT_EQ(version.exit_code, 1);
   ExpectOneLine(
-      version, {"NotSupported", newer, "schema version 3", "schema version 2"});
+      version, {"NotSupported", newer, "schema version 4", "schema version 3"});
 }
 
 TEST(SpoolCli, ConfigPrintShowsTheEffectiveConfig) {
