@@ -298,6 +298,9 @@ void RuntimeImpl::StartWriter() {
     Publish(std::move(events));
   };
   writer_config.events_wanted = [this] { return subscriber_count_.load() > 0; };
+  writer_config.on_storage_health = [this](StorageHealthEvent event) {
+    PublishHealth(std::move(event));
+  };
   writer_ = actors::SpawnWriter(*actor_system_, std::move(writer_config));
   // `this` outlives every send: Close ends the admission before the writer.
   admission_ = std::make_shared<Admission>(

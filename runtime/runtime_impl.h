@@ -115,6 +115,8 @@ class RuntimeImpl final : public Runtime {
   std::optional<double> Progress(TaskId id) override;
   Status AddPeriodic(PeriodicTask periodic) override;
   uint64_t Subscribe(std::function<void(const TaskEvent&)> listener) override;
+  uint64_t SubscribeStorageHealth(
+      std::function<void(const StorageHealthEvent&)> listener) override;
   void Unsubscribe(uint64_t token) override;
   Future<TaskInfo> GetTask(TaskId id) override;
   Future<ReencryptResult> ReencryptAll(ReencryptOptions options) override;
@@ -300,8 +302,14 @@ class RuntimeImpl final : public Runtime {
     // in progress stops after the current call instead of finishing its
     // events.
     std::atomic<bool> active{true};
+    // One of the two is set: task events, or storage health.
     std::function<void(const TaskEvent&)> listener;
+    std::function<void(const StorageHealthEvent&)> health_listener;
   };
+  // Adds a subscriber; the count of task-event listeners follows.
+  uint64_t AddSubscriber(std::shared_ptr<Subscriber> subscriber);
+  // Hands a storage health event to its subscribers, on the executor.
+  void PublishHealth(StorageHealthEvent event);
   std::map<uint64_t, std::shared_ptr<Subscriber>> subscribers_;
   uint64_t next_subscriber_ = 1;
   std::atomic<size_t> subscriber_count_{0};

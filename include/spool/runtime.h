@@ -42,6 +42,7 @@
 #include <spool/query.h>
 #include <spool/statistics.h>
 #include <spool/status.h>
+#include <spool/storage_health.h>
 #include <spool/task.h>
 
 namespace spool {
@@ -382,6 +383,15 @@ class Runtime {
   // overlap. Returns a token for Unsubscribe.
   virtual uint64_t Subscribe(
       std::function<void(const TaskEvent&)> listener) = 0;
+  // Calls `listener` for every storage failure and recovery
+  // (spool/storage_health.h), on the callback executor (in the order they
+  // happened with the default one-thread executor); calls of one listener
+  // never overlap. Returns a token for Unsubscribe, which ends
+  // it as it ends an event subscription. A read-only runtime writes
+  // nothing, so reports nothing.
+  virtual uint64_t SubscribeStorageHealth(
+      std::function<void(const StorageHealthEvent&)> listener) = 0;
+
   // Ends the subscription of `token`: once Unsubscribe returns, the listener
   // is not running and no call of it starts again, even for events already
   // queued on the executor. So an object whose listener captures it may be
