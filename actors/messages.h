@@ -112,8 +112,9 @@ struct NewTask {
   int64_t periodic_slot_us = 0;
 };
 
-// Stores tasks (and application writes), all or none, then calls `done` with their ids (a
-// deduplicated task's slot holds the id of the task that holds its key).
+// Stores tasks (and application writes), all or none, then calls `done` with
+// their ids (a deduplicated task's slot holds the id of the task that holds its
+// key).
 struct EnqueueCommand {
   std::vector<NewTask> tasks;
   // Writes of the application key space (Runtime::CommitAppBatch), staged

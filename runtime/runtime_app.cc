@@ -14,8 +14,8 @@ namespace spool {
 BatchTicket RuntimeImpl::CommitAppBatch(AppBatch batch) {
   using Ids = std::vector<TaskId>;
   if (read_only_) {
-    return BatchTicket{
-        {}, Failed<Ids>(ReadOnlyError("CommitAppBatch"), executor_)};
+    return BatchTicket{{},
+                       Failed<Ids>(ReadOnlyError("CommitAppBatch"), executor_)};
   }
   std::vector<AppBatch::Write> writes = batch.TakeWrites();
   return EnqueueMany(batch.TakeTasks(), /*chain=*/false, std::move(writes));
@@ -26,9 +26,9 @@ namespace {
 Status CheckAppKey(const std::string& key) {
   if (key.empty()) return Status::InvalidArgument("key must not be empty");
   if (key.size() > AppBatch::kMaxKeyBytes) {
-    return Status::InvalidArgument(
-        "key is " + std::to_string(key.size()) + " bytes; the limit is " +
-        std::to_string(AppBatch::kMaxKeyBytes));
+    return Status::InvalidArgument("key is " + std::to_string(key.size()) +
+                                   " bytes; the limit is " +
+                                   std::to_string(AppBatch::kMaxKeyBytes));
   }
   return Status::OK();
 }
@@ -42,8 +42,8 @@ Future<std::optional<std::string>> RuntimeImpl::GetAppValue(std::string key) {
   if (Status s = CheckAppKey(key); !s.ok()) return Failed<Value>(s, executor_);
   auto promise = NewPromise<Value>();
   actors::ReadJob job;
-  job.run = [promise, key = std::move(key)](
-                const storage::TaskStore::ReadView& view) {
+  job.run = [promise,
+             key = std::move(key)](const storage::TaskStore::ReadView& view) {
     std::string value;
     Status s = view.GetAppValue(key, &value);
     if (s.IsNotFound()) {
@@ -71,8 +71,8 @@ Future<AppPage> RuntimeImpl::ScanAppValues(AppScan scan) {
   }
   auto promise = NewPromise<AppPage>();
   actors::ReadJob job;
-  job.run = [promise, scan = std::move(scan)](
-                const storage::TaskStore::ReadView& view) {
+  job.run = [promise,
+             scan = std::move(scan)](const storage::TaskStore::ReadView& view) {
     AppPage page;
     Status s = view.ScanAppValues(scan, &page.entries, &page.more);
     if (s.ok()) {

@@ -281,6 +281,20 @@ Status RuntimeImpl::SetGroupConcurrency(std::string_view group,
                        max_running);
 }
 
+Status RuntimeImpl::RegisterGate(std::string_view name,
+                                 std::shared_ptr<Gate> gate) {
+  CallGuard guard(this);
+  if (guard.closed()) return ClosedError();
+  if (read_only_) return ReadOnlyError("RegisterGate");
+  std::lock_guard<std::mutex> lock(registry_mutex_);
+  if (started_) {
+    return Status::FailedPrecondition("RegisterGate: gate '" +
+                                      std::string(name) +
+                                      "' registered after Start");
+  }
+  return gates_->Register(std::string(name), std::move(gate));
+}
+
 Status RuntimeImpl::SetGate(std::string_view gate, bool open) {
   if (read_only_) return ReadOnlyError("SetGate");
   if (gate.empty()) return Status::InvalidArgument("SetGate needs a gate name");

@@ -345,6 +345,9 @@ void RuntimeImpl::StartScheduler(actors::RecoveryResult recovered) {
   scheduler_config.clock = clock_;
   scheduler_config.recovered = std::move(recovered);
   scheduler_config.group_concurrency = options_.group_concurrency;
+  scheduler_config.on_deferred_gate = [gates = gates_](const std::string& g) {
+    gates->Deferred(g);
+  };
   for (const auto& [group, limit] : options_.group_limits) {
     // The scheduler knows groups in their stored form (a tag when
     // encrypted), as SetGroupConcurrency tells it.
@@ -531,6 +534,10 @@ Status RuntimeImpl::Start() {
   dispatch.workers = workers_;
   caf::anon_send(scheduler_, actors::start_atom::value, std::move(dispatch));
   StartRetention();
+  gates_->Start([this](const std::string& gate, bool open) {
+    // Closed once the runtime closes; nothing to do then.
+    static_cast<void>(SetGate(gate, open));
+  });
   return Status::OK();
 }
 
@@ -915,6 +922,7 @@ void RuntimeImpl::RunClose(Promise<void> promise) {
   };
 
   StopRetention();
+  gates_->Stop();
   Status result;
   bool handlers_stuck = false;
   Promise<void> stopped;

@@ -19,6 +19,7 @@
 #include "actors/handler_registry.h"
 #include "actors/writer_stats.h"
 #include "runtime/admission.h"
+#include "runtime/gate_checker.h"
 #include "runtime/test_hooks.h"
 #include "runtime/thread_executor.h"
 #include "storage/queries.h"
@@ -115,6 +116,8 @@ class RuntimeImpl final : public Runtime {
   std::optional<double> Progress(TaskId id) override;
   Status AddPeriodic(PeriodicTask periodic) override;
   uint64_t Subscribe(std::function<void(const TaskEvent&)> listener) override;
+  Status RegisterGate(std::string_view name,
+                      std::shared_ptr<Gate> gate) override;
   uint64_t SubscribeStorageHealth(
       std::function<void(const StorageHealthEvent&)> listener) override;
   void Unsubscribe(uint64_t token) override;
@@ -279,6 +282,9 @@ class RuntimeImpl final : public Runtime {
   // with every enqueue command's `done`, which releases its room. Made at
   // StartWriter, since it sends to the writer.
   std::shared_ptr<Admission> admission_;
+  // The application's gates (RegisterGate), asked on a thread of their own.
+  std::shared_ptr<GateChecker> gates_ =
+      std::make_shared<GateChecker>(options_.gate_recheck_interval);
 
   std::mutex registry_mutex_;
   // Copy on write before Start, frozen after.

@@ -61,8 +61,7 @@ Status TaskStore::ReadView::GetAppValue(std::string_view key,
   if (!store_->HasFamily(ColumnFamily::kApp)) {
     return Status::NotFound(AppKeyName(key));
   }
-  Status s =
-      store_->GetEntryLocked(ColumnFamily::kApp, key, value, snapshot_);
+  Status s = store_->GetEntryLocked(ColumnFamily::kApp, key, value, snapshot_);
   if (s.IsNotFound()) return Status::NotFound(AppKeyName(key));
   if (!s.ok()) return s;
   return store_->OpenAppValue(key, value);

@@ -482,9 +482,9 @@ Status TaskStore::CheckLayout(const std::string& path) {
     }
     return Status::OK();  // a new directory
   }
-  has_app_family_ = std::find(existing.begin(), existing.end(),
-                              ColumnFamilyName(ColumnFamily::kApp)) !=
-                    existing.end();
+  has_app_family_ =
+      std::find(existing.begin(), existing.end(),
+                ColumnFamilyName(ColumnFamily::kApp)) != existing.end();
   if (options_.read_only) {
     for (const char* ours : kFamilyNames) {
       // A version 2 store has no `app` family; a reader reads it as empty.

@@ -1933,9 +1933,9 @@ void MakeVersion2Store(const std::string& path) {
                     .ok());
     ASSERT_TRUE(db->DropColumnFamily(cf.at("app")).ok());
   });
-  ASSERT_EQ(FamiliesOf(path), (std::vector<std::string>{
-                                  "corrupt", "default", "index", "meta",
-                                  "tasks"}));
+  ASSERT_EQ(FamiliesOf(path),
+            (std::vector<std::string>{"corrupt", "default", "index", "meta",
+                                      "tasks"}));
 }
 
 TEST(TaskStoreSchemaTest, AVersion2StoreIsReadAsItIsAndUpgradedByAWriter) {

@@ -45,8 +45,7 @@ class AppDataTest : public ::testing::Test {
   }
 
   std::optional<std::string> Value(const std::string& key) {
-    Result<std::optional<std::string>> got =
-        Await(runtime_->GetAppValue(key));
+    Result<std::optional<std::string>> got = Await(runtime_->GetAppValue(key));
     EXPECT_TRUE(got.ok()) << got.status().ToString();
     return got.ok() ? *got : std::nullopt;
   }
@@ -105,7 +104,8 @@ TEST_F(AppDataTest, AnInvalidTaskStoresNoneOfTheWrites) {
   EnqueueOptions waits;
   waits.depends_on = {999999};
   missing_dependency.Enqueue({"email", "waits", waits});
-  refused = Await(runtime_->CommitAppBatch(std::move(missing_dependency)).stored);
+  refused =
+      Await(runtime_->CommitAppBatch(std::move(missing_dependency)).stored);
   EXPECT_TRUE(refused.status().IsNotFound()) << refused.status().ToString();
 
   EXPECT_EQ(Value("k"), "old");
@@ -200,8 +200,9 @@ TEST_F(AppDataTest, OutOfLimitArgumentsAreRefusedNamingThem) {
   EXPECT_NE(s.message().find("value"), std::string::npos) << s.ToString();
   EXPECT_TRUE(batch.Delete("").IsInvalidArgument());
   EXPECT_TRUE(batch.empty());  // nothing refused was staged
-  EXPECT_TRUE(batch.Put(std::string(AppBatch::kMaxKeyBytes, 'k'),
-                        std::string(AppBatch::kMaxValueBytes, 'v'))
+  EXPECT_TRUE(batch
+                  .Put(std::string(AppBatch::kMaxKeyBytes, 'k'),
+                       std::string(AppBatch::kMaxValueBytes, 'v'))
                   .ok());
 
   Open(QueueOptions());
@@ -212,15 +213,17 @@ TEST_F(AppDataTest, OutOfLimitArgumentsAreRefusedNamingThem) {
   EXPECT_TRUE(bad.IsInvalidArgument());
   EXPECT_NE(bad.message().find("limit"), std::string::npos) << bad.ToString();
   scan.limit = AppScan::kMaxLimit + 1;
-  EXPECT_TRUE(Await(runtime_->ScanAppValues(scan)).status().IsInvalidArgument());
+  EXPECT_TRUE(
+      Await(runtime_->ScanAppValues(scan)).status().IsInvalidArgument());
 
   // An empty batch resolves at once; after Close every call is Closed.
   EXPECT_TRUE(Await(runtime_->CommitAppBatch(AppBatch{}).stored).ok());
   ASSERT_TRUE(Await(runtime_->Close()).ok());
   AppBatch late;
   ASSERT_TRUE(late.Put("k", "v").ok());
-  EXPECT_TRUE(
-      Await(runtime_->CommitAppBatch(std::move(late)).stored).status().IsClosed());
+  EXPECT_TRUE(Await(runtime_->CommitAppBatch(std::move(late)).stored)
+                  .status()
+                  .IsClosed());
   EXPECT_TRUE(Await(runtime_->GetAppValue("k")).status().IsClosed());
 }
 
@@ -234,12 +237,14 @@ TEST_F(AppDataTest, AReadOnlyOpenReadsTheKeySpaceAndRefusesWrites) {
   std::unique_ptr<Runtime> reader;
   Status s = Runtime::OpenReadOnly(options, &reader);
   ASSERT_TRUE(s.ok()) << s.ToString();
-  Result<std::optional<std::string>> got = Await(reader->GetAppValue("cfg/mode"));
+  Result<std::optional<std::string>> got =
+      Await(reader->GetAppValue("cfg/mode"));
   ASSERT_TRUE(got.ok()) << got.status().ToString();
   EXPECT_EQ(*got, "live");
   AppBatch write;
   ASSERT_TRUE(write.Put("cfg/mode", "test").ok());
-  Status refused = Await(reader->CommitAppBatch(std::move(write)).stored).status();
+  Status refused =
+      Await(reader->CommitAppBatch(std::move(write)).stored).status();
   EXPECT_TRUE(refused.IsFailedPrecondition()) << refused.ToString();
   EXPECT_TRUE(Await(reader->Close()).ok());
 }

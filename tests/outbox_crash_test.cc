@@ -38,8 +38,8 @@ TEST(OutboxCrashTest, BatchesSurviveSigkillWholeOrNotAtAll) {
       ASSERT_EQ(line->rfind("ack ", 0), 0u) << *line;
       size_t space = line->find(' ', 4);
       ASSERT_NE(space, std::string::npos) << *line;
-      std::string key = "order/" + std::to_string(round) + "/" +
-                        line->substr(4, space - 4);
+      std::string key =
+          "order/" + std::to_string(round) + "/" + line->substr(4, space - 4);
       acked[key] = std::stoull(line->substr(space + 1));
     }
     child.Kill();
@@ -52,8 +52,8 @@ TEST(OutboxCrashTest, BatchesSurviveSigkillWholeOrNotAtAll) {
   // Every acknowledged task is there (its key is checked below).
   for (const auto& [key, id] : acked) {
     Result<TaskInfo> task = Await(runtime->GetTask(id));
-    ASSERT_TRUE(task.ok()) << "acknowledged task " << id << " is missing: "
-                           << task.status().ToString();
+    ASSERT_TRUE(task.ok()) << "acknowledged task " << id
+                           << " is missing: " << task.status().ToString();
     EXPECT_EQ(task->payload, key);
   }
   // Every batch stored its key and its task, or neither: the keys stored

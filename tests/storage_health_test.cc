@@ -38,7 +38,8 @@ class StorageHealthTest : public ::testing::Test {
     Status s = OpenWithHooks(options, hooks, &runtime_);
     ASSERT_TRUE(s.ok()) << s.ToString();
     ASSERT_TRUE(
-        runtime_->RegisterHandler("t", [](TaskContext&) { return Status::OK(); })
+        runtime_
+            ->RegisterHandler("t", [](TaskContext&) { return Status::OK(); })
             .ok());
     token_ = runtime_->SubscribeStorageHealth(
         [this](const StorageHealthEvent& event) {
@@ -88,8 +89,7 @@ TEST_F(StorageHealthTest, FailuresInARowAndTheRecoveryAreReported) {
     EXPECT_TRUE(failures[i].operation == "commit" ||
                 failures[i].operation == "reopen")
         << failures[i].operation;
-    EXPECT_TRUE(failures[i].error.IsIOError())
-        << failures[i].error.ToString();
+    EXPECT_TRUE(failures[i].error.IsIOError()) << failures[i].error.ToString();
     EXPECT_GE(failures[i].time, before);
   }
   EXPECT_EQ(failures[0].operation, "commit");
@@ -99,9 +99,8 @@ TEST_F(StorageHealthTest, FailuresInARowAndTheRecoveryAreReported) {
   EXPECT_EQ(failing.storage_recoveries, 0u);
 
   faults_.ClearAllFaults();
-  ASSERT_TRUE(testing::WaitUntil([&] {
-    return Await(runtime_->Enqueue("t", "after").stored).ok();
-  }));
+  ASSERT_TRUE(testing::WaitUntil(
+      [&] { return Await(runtime_->Enqueue("t", "after").stored).ok(); }));
   ASSERT_TRUE(testing::WaitUntil([&] {
     std::vector<StorageHealthEvent> all = Events();
     return !all.empty() &&
@@ -130,9 +129,8 @@ TEST_F(StorageHealthTest, FailuresInARowAndTheRecoveryAreReported) {
   faults_.SetFault(FaultOp::kWrite, FaultSpec::Always(storage::kWalFiles));
   EXPECT_FALSE(Await(runtime_->Enqueue("t", "again").stored).ok());
   faults_.ClearAllFaults();
-  ASSERT_TRUE(testing::WaitUntil([&] {
-    return Await(runtime_->Enqueue("t", "after").stored).ok();
-  }));
+  ASSERT_TRUE(testing::WaitUntil(
+      [&] { return Await(runtime_->Enqueue("t", "after").stored).ok(); }));
   EXPECT_EQ(Events().size(), heard);
   EXPECT_EQ(runtime_->GetStatistics().storage_recoveries, 2u);
 }

@@ -37,6 +37,7 @@
 #include <spool/app_batch.h>
 #include <spool/encryption.h>
 #include <spool/future.h>
+#include <spool/gate.h>
 #include <spool/handler.h>
 #include <spool/options.h>
 #include <spool/query.h>
@@ -340,6 +341,16 @@ class Runtime {
   // ones are not stopped. Gates start open; a closed one is stored (see
   // Pause), as is one closed by TaskContext::DeferUntilOpen.
   virtual Status SetGate(std::string_view gate, bool open) = 0;
+
+  // Registers a gate whose state `gate` computes (spool/gate.h): spool asks
+  // its IsOpen() every Options::gate_recheck_interval on a thread of its
+  // own, and again right after a handler defers on it, and opens or closes
+  // the gate named `name` with the answer. SetGate on that name still works,
+  // until the next answer. REQUIRES: before Start. InvalidArgument for an
+  // empty name or a null gate; FailedPrecondition after Start, for a name
+  // already registered, or on a read-only runtime.
+  virtual Status RegisterGate(std::string_view name,
+                              std::shared_ptr<Gate> gate) = 0;
 
   // At most `max_running` tasks of `group` run at once; 0 removes the limit
   // set here, and the config's limit applies again: the group's
