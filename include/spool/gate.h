@@ -11,6 +11,10 @@
 // says open opens it again at the next interval, not sooner, so that a
 // handler and a gate that disagree do not spin.
 //
+// A gate is first asked at Start. Until that first answer is handed on it
+// keeps its stored state, like any gate: open, unless it was closed when
+// the runtime last ran (gates are stored; see Runtime::SetGate).
+//
 //   class ApiUp : public spool::Gate {
 //    public:
 //     bool IsOpen() override { return health_.Load() == Health::kUp; }
