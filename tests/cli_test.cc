@@ -429,7 +429,7 @@ TEST(SpoolCli, StatsListShowHistoryOnALiveQueue) {
   Outcome stats = Spool({"stats", path, "--json"});
   ASSERT_EQ(stats.exit_code, 0) << stats.err;
   auto json = nlohmann::json::parse(stats.out);
-  EXPECT_EQ(json["schema_version"], 2);
+  EXPECT_EQ(json["schema_version"], 3);
   EXPECT_GE(json["total"].get<uint64_t>(), 300u);
   EXPECT_GE(json["by_type"]["flaky"]["pending"].get<uint64_t>() +
                 json["by_type"]["flaky"]["running"].get<uint64_t>() +
@@ -448,7 +448,7 @@ TEST(SpoolCli, StatsListShowHistoryOnALiveQueue) {
 
   Outcome text = Spool({"stats", path});
   EXPECT_EQ(text.exit_code, 0) << text.err;
-  EXPECT_NE(text.out.find("schema version  2"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("schema version  3"), std::string::npos) << text.out;
 
   Outcome list =
       Spool({"list", path, "--type", "flaky", "--limit", "5", "--json"});
