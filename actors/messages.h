@@ -18,6 +18,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include <spool/app_batch.h>
 #include <spool/handler.h>
 #include <spool/query.h>
 #include <spool/status.h>
@@ -111,10 +112,14 @@ struct NewTask {
   int64_t periodic_slot_us = 0;
 };
 
-// Stores tasks, all or none, then calls `done` with their ids (a
-// deduplicated task's slot holds the id of the task that holds its key).
+// Stores tasks (and application writes), all or none, then calls `done` with
+// their ids (a deduplicated task's slot holds the id of the task that holds its
+// key).
 struct EnqueueCommand {
   std::vector<NewTask> tasks;
+  // Writes of the application key space (Runtime::CommitAppBatch), staged
+  // only if every task is: in the same commit, or not at all.
+  std::vector<AppBatch::Write> app_writes;
   std::function<void(const Result<std::vector<TaskId>>&)> done;
 };
 

@@ -529,6 +529,9 @@ void Finish(SchedulerState& st, Running done, Outcome outcome, int64_t now) {
   if (done.timed_out) return;  // its timeout outcome went already
   if (outcome.deferred_until_gate) {
     st.SetGate(*outcome.deferred_until_gate, /*open=*/false, now);
+    if (st.config.on_deferred_gate) {
+      st.config.on_deferred_gate(*outcome.deferred_until_gate);
+    }
   }
   st.Count(done.type, done.group, -1, now);
   outcome.start_slot = done.slot;

@@ -66,6 +66,9 @@ struct SchedulerConfig {
   storage::StartLog* start_log = nullptr;
   // Where the scheduler publishes how many tasks are ready. Null: nowhere.
   std::shared_ptr<metrics::Metrics> metrics;
+  // Told the gate a handler deferred on, after the scheduler closed it, on
+  // the scheduler's thread (it must not block). Null: nobody.
+  std::function<void(const std::string& gate)> on_deferred_gate;
 };
 
 // Spawns the scheduler on a thread of its own (detached), although it never

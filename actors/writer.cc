@@ -90,6 +90,8 @@ struct WriterState {
   // every batch tries again first (at most once per kReopenInterval).
   bool store_closed = false;
   std::chrono::steady_clock::time_point last_reopen;
+  // Commits failed in a row, for StorageHealthEvent.
+  uint64_t consecutive_failures = 0;
   scheduler_actor scheduler;
   change_listener_actor change_listener;
   Batch batch;
@@ -281,6 +283,11 @@ struct WriterState {
 
   void Enqueue(EnqueueCommand& command) {
     Result<std::vector<TaskId>> result = StageEnqueue(command.tasks);
+    if (result.ok()) {
+      for (AppBatch::Write& write : command.app_writes) {
+        txn().PutApp(std::move(write.key), std::move(write.value));
+      }
+    }
     batch.done.push_back(
         [done = std::move(command.done), result](const Status& commit) {
           if (!result.ok()) {
@@ -1197,7 +1204,10 @@ Status ReopenStore(WriterState& st) {
 // Commits the batch; after an I/O error, reopens the store and tells from
 // the stored batch number whether the batch reached the disk anyway (its
 // write landed, then the sync failed).
-Status CommitToStore(WriterState& st, storage::WriteTxn* txn) {
+// Sets *operation to what failed: "reopen" or "commit".
+Status CommitToStore(WriterState& st, storage::WriteTxn* txn,
+                     const char** operation) {
+  *operation = "reopen";
   if (st.store_closed) {
     if (std::chrono::steady_clock::now() - st.last_reopen < kReopenInterval) {
       return Status::IOError(
@@ -1208,6 +1218,7 @@ Status CommitToStore(WriterState& st, storage::WriteTxn* txn) {
     if (!s.ok())
       return s.WithContext("storage is closed after a write failure");
   }
+  *operation = "commit";
   uint64_t before = st.config.store->committed_batches();
   Status status = st.config.store->Commit(txn);
   if (!status.IsIOError()) return status;
@@ -1324,6 +1335,34 @@ void PublishMetrics(WriterState& st, const Batch& batch, uint64_t commit_ns) {
   }
 }
 
+// Counts a commit's fate into the storage health figures, and reports a
+// failure, or the first success after failures (spool/storage_health.h).
+void ReportHealth(WriterState& st, const Status& status,
+                  const char* operation) {
+  if (status.ok() && st.consecutive_failures == 0) return;
+  StorageHealthEvent event;
+  event.time = std::chrono::time_point_cast<std::chrono::microseconds>(
+      st.config.clock->Now());
+  metrics::Metrics* m = st.config.metrics.get();
+  if (status.ok()) {
+    event.kind = StorageHealthEvent::Kind::kRecovery;
+    event.operation = "commit";
+    event.consecutive_failures = st.consecutive_failures;
+    st.consecutive_failures = 0;
+    if (m != nullptr) m->storage_recoveries.fetch_add(1);
+  } else {
+    event.kind = StorageHealthEvent::Kind::kFailure;
+    event.operation = operation;
+    event.error = status;
+    event.consecutive_failures = ++st.consecutive_failures;
+    if (m != nullptr) m->storage_failures.fetch_add(1);
+  }
+  if (m != nullptr) m->storage_consecutive_failures = st.consecutive_failures;
+  if (st.config.on_storage_health) {
+    st.config.on_storage_health(std::move(event));
+  }
+}
+
 void CommitBatch(Self self) {
   auto& st = self->state;
   Batch batch = std::move(st.batch);
@@ -1335,7 +1374,9 @@ void CommitBatch(Self self) {
   if (status.ok() && batch.txn && !batch.txn->empty()) {
     if (st.config.before_commit) st.config.before_commit();
     started = std::chrono::steady_clock::now();
-    status = CommitToStore(st, batch.txn.get());
+    const char* operation = "commit";
+    status = CommitToStore(st, batch.txn.get(), &operation);
+    ReportHealth(st, status, operation);
   }
   uint64_t commit_ns = static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(

@@ -15,6 +15,7 @@
 #include <memory>
 
 #include <spool/clock.h>
+#include <spool/storage_health.h>
 
 #include "actors/actors.h"
 #include "actors/attempt_control.h"
@@ -39,6 +40,10 @@ struct WriterConfig {
   std::function<void(std::vector<TaskEvent>)> on_events;
   // Whether anyone listens; events are not built otherwise.
   std::function<bool()> events_wanted;
+  // Receives each failed commit and the first success after failures
+  // (spool/storage_health.h), on the writer's thread (it must not block).
+  // Null: not reported.
+  std::function<void(StorageHealthEvent)> on_storage_health;
   // Test hook: runs on the writer's thread before each commit.
   std::function<void()> before_commit;
   // How many live queries there are (WatcherConfig::live_queries): a commit

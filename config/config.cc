@@ -435,6 +435,9 @@ const std::vector<KeySpec>& Registry() {
       MillisecondsKey<&Options::close_timeout, 0, 86'400'000>(
           "runtime", "close_timeout_ms",
           "How long Close waits for running handlers, in milliseconds."),
+      MillisecondsKey<&Options::gate_recheck_interval, 1, 86'400'000>(
+          "runtime", "gate_recheck_interval_ms",
+          "How often each registered gate is asked whether it is open."),
       IntegerKey<&Options::writer_max_batch, 1, 1'000'000>(
           "writer", "max_batch",
           "The most commands folded into one write batch and one sync."),

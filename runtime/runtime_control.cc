@@ -286,6 +286,20 @@ Status RuntimeImpl::SetGroupConcurrency(std::string_view group,
                        max_running);
 }
 
+Status RuntimeImpl::RegisterGate(std::string_view name,
+                                 std::shared_ptr<Gate> gate) {
+  CallGuard guard(this);
+  if (guard.closed()) return ClosedError();
+  if (read_only_) return ReadOnlyError("RegisterGate");
+  std::lock_guard<std::mutex> lock(registry_mutex_);
+  if (started_) {
+    return Status::FailedPrecondition("RegisterGate: gate '" +
+                                      std::string(name) +
+                                      "' registered after Start");
+  }
+  return gates_->Register(std::string(name), std::move(gate));
+}
+
 Status RuntimeImpl::SetGate(std::string_view gate, bool open) {
   if (read_only_) return ReadOnlyError("SetGate");
   if (gate.empty()) return Status::InvalidArgument("SetGate needs a gate name");
@@ -370,11 +384,47 @@ uint64_t RuntimeImpl::Subscribe(
     std::function<void(const TaskEvent&)> listener) {
   auto subscriber = std::make_shared<Subscriber>();
   subscriber->listener = std::move(listener);
+  return AddSubscriber(std::move(subscriber));
+}
+
+uint64_t RuntimeImpl::SubscribeStorageHealth(
+    std::function<void(const StorageHealthEvent&)> listener) {
+  auto subscriber = std::make_shared<Subscriber>();
+  subscriber->health_listener = std::move(listener);
+  return AddSubscriber(std::move(subscriber));
+}
+
+namespace {
+
+template <class Map>
+size_t EventListeners(const Map& subscribers) {
+  size_t count = 0;
+  for (const auto& [token, subscriber] : subscribers) {
+    if (subscriber->listener) ++count;
+  }
+  return count;
+}
+
+}  // namespace
+
+uint64_t RuntimeImpl::AddSubscriber(std::shared_ptr<Subscriber> subscriber) {
   std::lock_guard<std::mutex> lock(subscribers_mutex_);
   uint64_t token = next_subscriber_++;
   subscribers_.emplace(token, std::move(subscriber));
-  subscriber_count_ = subscribers_.size();
+  subscriber_count_ = EventListeners(subscribers_);
   return token;
+}
+
+void RuntimeImpl::PublishHealth(StorageHealthEvent event) {
+  auto shared = std::make_shared<const StorageHealthEvent>(std::move(event));
+  std::lock_guard<std::mutex> lock(subscribers_mutex_);
+  for (const auto& [token, subscriber] : subscribers_) {
+    if (!subscriber->health_listener) continue;
+    executor_->Post([subscriber = subscriber, shared] {
+      std::lock_guard<std::recursive_mutex> held(subscriber->mutex);
+      if (subscriber->active) subscriber->health_listener(*shared);
+    });
+  }
 }
 
 void RuntimeImpl::Unsubscribe(uint64_t token) {
@@ -385,7 +435,7 @@ void RuntimeImpl::Unsubscribe(uint64_t token) {
     if (it != subscribers_.end()) {
       subscriber = std::move(it->second);
       subscribers_.erase(it);
-      subscriber_count_ = subscribers_.size();
+      subscriber_count_ = EventListeners(subscribers_);
     }
   }
   if (!subscriber) {
@@ -406,7 +456,7 @@ void RuntimeImpl::Publish(std::vector<TaskEvent> events) {
   {
     std::lock_guard<std::mutex> lock(subscribers_mutex_);
     for (const auto& [token, subscriber] : subscribers_) {
-      subscribers.push_back(subscriber);
+      if (subscriber->listener) subscribers.push_back(subscriber);
     }
   }
   if (subscribers.empty()) return;

@@ -306,6 +306,9 @@ void RuntimeImpl::StartWriter() {
   writer_config.events_wanted = [this] { return subscriber_count_.load() > 0; };
   writer_config.progress = progress_;
   writer_config.random_fraction = options_.random_fraction;
+  writer_config.on_storage_health = [this](StorageHealthEvent event) {
+    PublishHealth(std::move(event));
+  };
   writer_ = actors::SpawnWriter(*actor_system_, std::move(writer_config));
   // `this` outlives every send: Close ends the admission before the writer.
   admission_ = std::make_shared<Admission>(
@@ -351,6 +354,9 @@ void RuntimeImpl::StartScheduler(actors::RecoveryResult recovered) {
   scheduler_config.clock = clock_;
   scheduler_config.recovered = std::move(recovered);
   scheduler_config.group_concurrency = options_.group_concurrency;
+  scheduler_config.on_deferred_gate = [gates = gates_](const std::string& g) {
+    gates->Deferred(g);
+  };
   for (const auto& [group, limit] : options_.group_limits) {
     // The scheduler knows groups in their stored form (a tag when
     // encrypted), as SetGroupConcurrency tells it.
@@ -536,6 +542,10 @@ Status RuntimeImpl::Start() {
   run_state_ = spool::RunState::kRunning;
   caf::anon_send(scheduler_, actors::start_atom::value, std::move(dispatch));
   StartRetention();
+  gates_->Start([this](const std::string& gate, bool open) {
+    // Closed once the runtime closes; nothing to do then.
+    static_cast<void>(SetGate(gate, open));
+  });
   return Status::OK();
 }
 
@@ -875,7 +885,8 @@ BatchTicket RuntimeImpl::EnqueueChain(std::vector<TaskSpec> tasks) {
   return EnqueueMany(std::move(tasks), /*chain=*/true);
 }
 
-BatchTicket RuntimeImpl::EnqueueMany(std::vector<TaskSpec> tasks, bool chain) {
+BatchTicket RuntimeImpl::EnqueueMany(std::vector<TaskSpec> tasks, bool chain,
+                                     std::vector<AppBatch::Write> app_writes) {
   using Ids = std::vector<TaskId>;
   CallGuard guard(this);
   if (guard.closed()) {
@@ -887,13 +898,17 @@ BatchTicket RuntimeImpl::EnqueueMany(std::vector<TaskSpec> tasks, bool chain) {
         Failed<Ids>(ReadOnlyError(chain ? "EnqueueChain" : "EnqueueBatch"),
                     executor_)};
   }
-  if (tasks.empty()) {
+  if (tasks.empty() && app_writes.empty()) {
     return BatchTicket{{}, MakeReadyFuture<Ids>(Ids{}, executor_)};
   }
   int64_t now = clock_->Now().time_since_epoch().count();
   actors::EnqueueCommand command;
   command.tasks.reserve(tasks.size());
   Admission::Cost cost{tasks.size(), 0};
+  for (const AppBatch::Write& write : app_writes) {
+    cost.bytes += write.key.size() + (write.value ? write.value->size() : 0);
+  }
+  command.app_writes = std::move(app_writes);
   for (size_t i = 0; i < tasks.size(); ++i) {
     Result<actors::NewTask> prepared =
         Prepare(tasks[i], "task " + std::to_string(i) + " of the batch", now);
@@ -1030,6 +1045,7 @@ void RuntimeImpl::RunClose(Promise<void> promise) {
   };
 
   StopRetention();
+  gates_->Stop();
   Status result;
   bool handlers_stuck = false;
   Promise<void> stopped;

@@ -19,6 +19,7 @@
 #include "actors/handler_registry.h"
 #include "actors/writer_stats.h"
 #include "runtime/admission.h"
+#include "runtime/gate_checker.h"
 #include "runtime/progress_feed.h"
 #include "runtime/test_hooks.h"
 #include "runtime/thread_executor.h"
@@ -90,9 +91,15 @@ class RuntimeImpl final : public Runtime {
   bool IsClosed() override;
   Ticket Enqueue(TaskSpec task) override;
   BatchTicket EnqueueBatch(std::vector<TaskSpec> tasks) override;
+  BatchTicket CommitAppBatch(AppBatch batch) override;
+  Future<std::optional<std::string>> GetAppValue(std::string key) override;
+  Future<AppPage> ScanAppValues(AppScan scan) override;
   BatchTicket EnqueueChain(std::vector<TaskSpec> tasks) override;
   // EnqueueBatch, or EnqueueChain when `chain`.
-  BatchTicket EnqueueMany(std::vector<TaskSpec> tasks, bool chain);
+  // With `app_writes`, the application writes of CommitAppBatch, stored
+  // with the tasks or not at all.
+  BatchTicket EnqueueMany(std::vector<TaskSpec> tasks, bool chain,
+                          std::vector<AppBatch::Write> app_writes = {});
   Future<TaskStatus> Cancel(TaskId id) override;
   Future<uint64_t> CancelGroup(std::string group) override;
   Future<void> Retry(TaskId id, std::optional<RetryPolicy> policy) override;
@@ -116,6 +123,10 @@ class RuntimeImpl final : public Runtime {
       std::function<void(const ProgressUpdate&)> listener) override;
   Status AddPeriodic(PeriodicTask periodic) override;
   uint64_t Subscribe(std::function<void(const TaskEvent&)> listener) override;
+  Status RegisterGate(std::string_view name,
+                      std::shared_ptr<Gate> gate) override;
+  uint64_t SubscribeStorageHealth(
+      std::function<void(const StorageHealthEvent&)> listener) override;
   void Unsubscribe(uint64_t token) override;
   Future<TaskInfo> GetTask(TaskId id) override;
   Future<ReencryptResult> ReencryptAll(ReencryptOptions options) override;
@@ -296,6 +307,9 @@ class RuntimeImpl final : public Runtime {
   // with every enqueue command's `done`, which releases its room. Made at
   // StartWriter, since it sends to the writer.
   std::shared_ptr<Admission> admission_;
+  // The application's gates (RegisterGate), asked on a thread of their own.
+  std::shared_ptr<GateChecker> gates_ =
+      std::make_shared<GateChecker>(options_.gate_recheck_interval);
 
   std::mutex registry_mutex_;
   // Copy on write before Start, frozen after.
@@ -335,8 +349,14 @@ class RuntimeImpl final : public Runtime {
     // in progress stops after the current call instead of finishing its
     // events.
     std::atomic<bool> active{true};
+    // One of the two is set: task events, or storage health.
     std::function<void(const TaskEvent&)> listener;
+    std::function<void(const StorageHealthEvent&)> health_listener;
   };
+  // Adds a subscriber; the count of task-event listeners follows.
+  uint64_t AddSubscriber(std::shared_ptr<Subscriber> subscriber);
+  // Hands a storage health event to its subscribers, on the executor.
+  void PublishHealth(StorageHealthEvent event);
   std::map<uint64_t, std::shared_ptr<Subscriber>> subscribers_;
   uint64_t next_subscriber_ = 1;
   std::atomic<size_t> subscriber_count_{0};

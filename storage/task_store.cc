@@ -27,7 +27,8 @@
 namespace spool::storage {
 namespace {
 
-constexpr const char* kFamilyNames[] = {"tasks", "index", "meta", "corrupt"};
+constexpr const char* kFamilyNames[] = {"tasks", "index", "meta", "corrupt",
+                                        "app"};
 static_assert(sizeof(kFamilyNames) / sizeof(kFamilyNames[0]) ==
               static_cast<size_t>(ColumnFamily::kCount));
 
@@ -481,8 +482,15 @@ Status TaskStore::CheckLayout(const std::string& path) {
     }
     return Status::OK();  // a new directory
   }
+  has_app_family_ =
+      std::find(existing.begin(), existing.end(),
+                ColumnFamilyName(ColumnFamily::kApp)) != existing.end();
   if (options_.read_only) {
     for (const char* ours : kFamilyNames) {
+      // A version 2 store has no `app` family; a reader reads it as empty.
+      if (ours == kFamilyNames[static_cast<size_t>(ColumnFamily::kApp)]) {
+        continue;
+      }
       if (std::find(existing.begin(), existing.end(), ours) == existing.end()) {
         bool old = false;
         for (const std::string& name : existing) {
@@ -558,6 +566,10 @@ Status TaskStore::OpenDb() {
     if (scope == ReadOnlyScope::kTasks && family == ColumnFamily::kIndex) {
       continue;
     }
+    if (options_.read_only && family == ColumnFamily::kApp &&
+        !has_app_family_) {
+      continue;
+    }
     descriptors.emplace_back(
         kFamilyNames[i], FamilyOptions(family, cache, options_.memtable_bytes));
     opened.push_back(family);
@@ -631,7 +643,20 @@ Status TaskStore::LoadMeta() {
                               ": schema version entry is malformed");
   }
   uint32_t version = GetBigEndian32(value.data());
-  if (version != kSchemaVersion) return VersionRefused(options_.path, version);
+  if (version == kUpgradableSchemaVersion && !options_.read_only) {
+    // The open created the `app` family, all version 3 adds.
+    std::string upgraded;
+    PutBigEndian32(&upgraded, kSchemaVersion);
+    rocksdb::WriteOptions wo;
+    wo.sync = options_.durability == Durability::kSync;
+    Status s = FromRocks(
+        db_->Put(wo, Handle(ColumnFamily::kMeta), kMetaSchemaVersion, upgraded),
+        "recording schema version 3 over version 2");
+    if (!s.ok()) return s;
+  } else if (version != kSchemaVersion &&
+             !(version == kUpgradableSchemaVersion && options_.read_only)) {
+    return VersionRefused(options_.path, version);
+  }
 
   WriterStateValue writer;
   rs = get(kMetaWriterState, &value);
@@ -1344,6 +1369,7 @@ class TaskStore::CommitBatch {
   Status EncodeValues(TaskId id, const WriteTxn::Entry& entry);
   void DeleteValues(TaskId id, const StateRecord& before);
   Status StageQuarantined();
+  Status StageApp();
   void StageMeta();
   void StageTypeCounts();
   void Count(const StateRecord& state, int delta);
@@ -1386,7 +1412,25 @@ Status TaskStore::CommitBatch::Stage() {
   WriteIndexOps(index_ops_,
                 !txn_.quarantined_.empty() || !txn_.reinstated_.empty(),
                 store_.Handle(ColumnFamily::kIndex), &batch_);
+  s = StageApp();
+  if (!s.ok()) return s;
   StageMeta();
+  return Status::OK();
+}
+
+// The application's writes (spool/app_batch.h), in the same batch as the
+// tasks they were committed with.
+Status TaskStore::CommitBatch::StageApp() {
+  rocksdb::ColumnFamilyHandle* app = store_.Handle(ColumnFamily::kApp);
+  for (const auto& [key, value] : txn_.app_) {
+    if (!value) {
+      batch_.Delete(app, AsSlice(key));
+      continue;
+    }
+    Status s = store_.StoredAppValue(key, *value, &sealed_);
+    if (!s.ok()) return s;
+    batch_.Put(app, AsSlice(key), AsSlice(sealed_));
+  }
   return Status::OK();
 }
 

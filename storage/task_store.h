@@ -1,6 +1,6 @@
 // TaskStore: spool's tasks on RocksDB.
 //
-// Column families (schema version 2):
+// Column families (schema version 3):
 //   tasks    (id, kind) -> a task's values: its spec (written once, at
 //            enqueue), its state (rewritten by every transition) and its
 //            failure history (storage/record.h, storage/keys.h)
@@ -11,6 +11,9 @@
 //   corrupt  the values of a task that failed verification or could not be
 //            decrypted, as stored, under the same keys as in `tasks` (set
 //            aside)
+//   app      the application's own key space (spool/app_batch.h): its keys
+//            as given, its values (sealed in an encrypted store); written
+//            only with WriteTxn::PutApp and DeleteApp (schema version 3)
 //
 // A transition rewrites the task's state (tens of bytes) and moves its
 // status and type entries; the spec and its payload are never read or
@@ -45,6 +48,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include <spool/app_batch.h>
 #include <spool/options.h>
 #include <spool/status.h>
 
@@ -66,8 +70,12 @@ namespace spool::storage {
 
 // Written by this code. A directory of any other version is refused: a
 // newer one because this code cannot know it, an older one because its
-// layout is gone (spool 0.x; see docs/architecture.md).
-inline constexpr uint32_t kSchemaVersion = 2;
+// layout is gone (spool 0.x; see docs/architecture.md). Except version 2,
+// which differs only by lacking the `app` family: a writable open adds the
+// family and records version 3; a read-only open reads it as it is (its
+// application key space is empty).
+inline constexpr uint32_t kSchemaVersion = 3;
+inline constexpr uint32_t kUpgradableSchemaVersion = 2;
 
 // Ids are reserved on disk in blocks, so that an id handed to a caller is
 // never handed out again after a crash (see TaskStore::reserved_ids).
@@ -78,6 +86,7 @@ enum class ColumnFamily : uint8_t {
   kIndex,
   kMeta,
   kCorrupt,
+  kApp,
   kCount,  // not a family: the number of them
 };
 
@@ -239,6 +248,15 @@ class TaskStore {
     Status ScanReverse(ColumnFamily family, std::string_view prefix,
                        std::string_view before,
                        const IndexVisitor& visit) const;
+    // The application key space (spool/app_batch.h), values opened: the
+    // value of `key` (NotFound when absent), and the entries of a scan in
+    // key order, at most scan.limit of them, *more telling whether another
+    // matches after them. An absent `app` family (a read-only open of a
+    // version 2 store) reads as empty. Corruption naming the key for a
+    // value no configured key opens.
+    Status GetAppValue(std::string_view key, std::string* value) const;
+    Status ScanAppValues(const AppScan& scan, std::vector<AppEntry>* entries,
+                         bool* more) const;
     // Counts by status, as of this view.
     Status CountByStatus(std::array<uint64_t, kTaskStatusCount>* counts) const;
     // Counts by type and status, as of this view.
@@ -399,6 +417,11 @@ class TaskStore {
   Status GetStoredLocked(ColumnFamily family, std::string_view key,
                          std::string* bytes,
                          const rocksdb::Snapshot* snapshot) const;
+  // The application value to store under `key` (sealed in an encrypted
+  // store), and the opening of a stored one (storage/app_store.cc).
+  Status StoredAppValue(std::string_view key, std::string_view plain,
+                        std::string* stored) const;
+  Status OpenAppValue(std::string_view key, std::string* bytes) const;
   // The value to store under `key` for the plain bytes: sealed into
   // *scratch in an encrypted store, else `plain` itself.
   Status StoredValue(std::string_view key, std::string_view plain,
@@ -493,6 +516,9 @@ class TaskStore {
   // if any.
   mutable std::shared_mutex catch_up_mutex_;
   std::string temp_secondary_path_;
+  // Whether the directory has the `app` family (a version 2 store opened
+  // read-only does not); set by CheckLayout, true for a new directory.
+  bool has_app_family_ = true;
 };
 
 // The changes of one group commit, staged as states. Reads see earlier
@@ -556,6 +582,12 @@ class WriteTxn {
   Status ScanIndex(std::string_view prefix, std::string_view start,
                    const IndexVisitor& visit);
 
+  // Stages a put, or with no value a delete, of the application key space
+  // (spool/app_batch.h). Later writes of a key win.
+  void PutApp(std::string key, std::optional<std::string> value) {
+    app_[std::move(key)] = std::move(value);
+  }
+
   // A meta value as this transaction sees it; NotFound when absent.
   Status GetMeta(std::string_view key, std::string* value);
   // Stages a meta value.
@@ -589,7 +621,7 @@ class WriteTxn {
   const std::vector<TaskId>& order() const { return order_; }
   bool empty() const {
     return entries_.empty() && quarantined_.empty() && meta_.empty() &&
-           resealed_.empty();
+           resealed_.empty() && app_.empty();
   }
 
  private:
@@ -614,6 +646,8 @@ class WriteTxn {
   // for a removed entry. Ordered, so that scans see staged entries in order.
   std::map<std::string, std::optional<std::string>> index_overlay_;
   std::map<std::string, std::string> meta_;
+  // Application writes: a value, or nullopt for a delete.
+  std::map<std::string, std::optional<std::string>> app_;
   uint64_t next_sequence_;
   uint64_t max_id_ = 0;
   // Staged states by status, after minus before (see MayHave).

@@ -1686,6 +1686,7 @@ TEST(TaskStoreDiskTest, ColumnFamiliesHaveTheirNames) {
   EXPECT_STREQ(ColumnFamilyName(ColumnFamily::kIndex), "index");
   EXPECT_STREQ(ColumnFamilyName(ColumnFamily::kMeta), "meta");
   EXPECT_STREQ(ColumnFamilyName(ColumnFamily::kCorrupt), "corrupt");
+  EXPECT_STREQ(ColumnFamilyName(ColumnFamily::kApp), "app");
   EXPECT_STREQ(ColumnFamilyName(ColumnFamily::kCount), "invalid");
   // A new store has exactly those families (and RocksDB's default).
   TempDir dir;
@@ -1700,8 +1701,8 @@ TEST(TaskStoreDiskTest, ColumnFamiliesHaveTheirNames) {
       rocksdb::DB::ListColumnFamilies(rocksdb::Options(), options.path, &names)
           .ok());
   std::sort(names.begin(), names.end());
-  EXPECT_EQ(names, (std::vector<std::string>{"corrupt", "default", "index",
-                                             "meta", "tasks"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"app", "corrupt", "default",
+                                             "index", "meta", "tasks"}));
 }
 
 // ---- Schema versions ----
@@ -1787,7 +1788,7 @@ TEST(TaskStoreSchemaTest, AVersion1StoreIsRefusedNamingBothVersions) {
     EXPECT_FALSE(store);
     EXPECT_NE(s.message().find("schema version 1"), std::string::npos)
         << s.ToString();
-    EXPECT_NE(s.message().find("schema version 2"), std::string::npos)
+    EXPECT_NE(s.message().find("schema version 3"), std::string::npos)
         << s.ToString();
     EXPECT_NE(s.message().find(options.path), std::string::npos);
     // Refused before anything was changed: no new family, the old data
@@ -1830,21 +1831,21 @@ TEST(TaskStoreSchemaTest, ANewerSchemaVersionIsRefusedNamingBothVersions) {
   std::unique_ptr<TaskStore> store;
   Status s = TaskStore::Open(options, &store);
   EXPECT_TRUE(s.IsNotSupported()) << s.ToString();
-  EXPECT_NE(s.message().find("schema version 3"), std::string::npos)
+  EXPECT_NE(s.message().find("schema version 4"), std::string::npos)
       << s.ToString();
-  EXPECT_NE(s.message().find("schema version 2"), std::string::npos)
+  EXPECT_NE(s.message().find("schema version 3"), std::string::npos)
       << s.ToString();
   EXPECT_NE(s.message().find("newer"), std::string::npos) << s.ToString();
 
   // A newer version with a family of its own is refused the same way,
   // before RocksDB is asked to open a family this code does not know.
-  WithRawDb(options.path, {"tasks", "index", "meta", "corrupt", "future"},
-            [](rocksdb::DB*, const auto&) {});
+  families.push_back("future");
+  WithRawDb(options.path, families, [](rocksdb::DB*, const auto&) {});
   s = TaskStore::Open(options, &store);
   EXPECT_TRUE(s.IsNotSupported()) << s.ToString();
-  EXPECT_NE(s.message().find("schema version 3"), std::string::npos)
+  EXPECT_NE(s.message().find("schema version 4"), std::string::npos)
       << s.ToString();
-  EXPECT_NE(s.message().find("schema version 2"), std::string::npos)
+  EXPECT_NE(s.message().find("schema version 3"), std::string::npos)
       << s.ToString();
 }
 
@@ -1901,7 +1902,7 @@ TEST(TaskStoreSchemaTest, AMalformedWriterStateIsCorruption) {
   EXPECT_NE(s.message().find("malformed"), std::string::npos) << s.ToString();
 }
 
-TEST(TaskStoreSchemaTest, ANewStoreRecordsVersion2) {
+TEST(TaskStoreSchemaTest, ANewStoreRecordsVersion3) {
   TempDir dir;
   StoreOptions options;
   options.path = dir.Sub("db");
@@ -1910,8 +1911,117 @@ TEST(TaskStoreSchemaTest, ANewStoreRecordsVersion2) {
   std::string version;
   ASSERT_TRUE(
       store->GetEntry(ColumnFamily::kMeta, "schema_version", &version).ok());
-  EXPECT_EQ(version, BigEndian32(2));
-  EXPECT_EQ(kSchemaVersion, 2u);
+  EXPECT_EQ(version, BigEndian32(3));
+  EXPECT_EQ(kSchemaVersion, 3u);
+}
+
+// A store as spool with schema version 2 left it: one task, no `app`
+// family, version 2 in meta.
+void MakeVersion2Store(const std::string& path) {
+  {
+    StoreOptions options;
+    options.path = path;
+    std::unique_ptr<TaskStore> store;
+    ASSERT_TRUE(TaskStore::Open(options, &store).ok());
+    WriteTxn txn(store.get());
+    InsertTask(&txn, NewTask(1, 0, txn.NextSequence()));
+    ASSERT_TRUE(store->Commit(&txn).ok());
+  }
+  WithRawDb(path, FamiliesOf(path), [&](rocksdb::DB* db, const auto& cf) {
+    ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), cf.at("meta"),
+                        "schema_version", BigEndian32(2))
+                    .ok());
+    ASSERT_TRUE(db->DropColumnFamily(cf.at("app")).ok());
+  });
+  ASSERT_EQ(FamiliesOf(path),
+            (std::vector<std::string>{"corrupt", "default", "index", "meta",
+                                      "tasks"}));
+}
+
+TEST(TaskStoreSchemaTest, AVersion2StoreIsReadAsItIsAndUpgradedByAWriter) {
+  TempDir dir;
+  StoreOptions options;
+  options.path = dir.Sub("db");
+  MakeVersion2Store(options.path);
+
+  // A reader changes nothing: no family added, the key space reads empty.
+  {
+    StoreOptions read_only = options;
+    read_only.read_only = true;
+    std::unique_ptr<TaskStore> reader;
+    Status s = TaskStore::Open(read_only, &reader);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    EXPECT_FALSE(reader->HasFamily(ColumnFamily::kApp));
+    auto view = reader->NewReadView();
+    TaskBytes task;
+    EXPECT_TRUE(view->GetTask(1, &task).ok());
+    std::string value;
+    EXPECT_TRUE(view->GetAppValue("k", &value).IsNotFound());
+    std::vector<AppEntry> entries;
+    bool more = true;
+    EXPECT_TRUE(view->ScanAppValues(AppScan{}, &entries, &more).ok());
+    EXPECT_TRUE(entries.empty());
+    EXPECT_FALSE(more);
+  }
+  EXPECT_EQ(FamiliesOf(options.path).size(), 5u);
+
+  // A writer adds the family and records version 3; the task is kept.
+  {
+    std::unique_ptr<TaskStore> store;
+    Status s = TaskStore::Open(options, &store);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    std::string version;
+    ASSERT_TRUE(
+        store->GetEntry(ColumnFamily::kMeta, "schema_version", &version).ok());
+    EXPECT_EQ(version, BigEndian32(3));
+    TaskBytes task;
+    EXPECT_TRUE(store->GetTask(1, &task).ok());
+    WriteTxn txn(store.get());
+    txn.PutApp("k", std::string("v"));
+    ASSERT_TRUE(store->Commit(&txn).ok());
+  }
+  EXPECT_EQ(FamiliesOf(options.path),
+            (std::vector<std::string>{"app", "corrupt", "default", "index",
+                                      "meta", "tasks"}));
+  std::unique_ptr<TaskStore> store;
+  ASSERT_TRUE(TaskStore::Open(options, &store).ok());
+  std::string value;
+  ASSERT_TRUE(store->NewReadView()->GetAppValue("k", &value).ok());
+  EXPECT_EQ(value, "v");
+}
+
+// Application writes staged in a transaction land in the one batch with
+// the tasks; a transaction discarded before Commit leaves neither.
+TEST(TaskStoreAppTest, AppWritesCommitWithTheBatchOrNotAtAll) {
+  TempDir dir;
+  StoreOptions options;
+  options.path = dir.Sub("db");
+  std::unique_ptr<TaskStore> store;
+  ASSERT_TRUE(TaskStore::Open(options, &store).ok());
+  {
+    WriteTxn discarded(store.get());
+    InsertTask(&discarded, NewTask(1, 0, discarded.NextSequence()));
+    discarded.PutApp("k", std::string("never"));
+  }
+  WriteTxn txn(store.get());
+  EXPECT_TRUE(txn.empty());
+  txn.PutApp("a", std::string("1"));
+  EXPECT_FALSE(txn.empty());  // writes alone make a commit
+  txn.PutApp("b", std::string("2"));
+  txn.PutApp("b", std::nullopt);
+  InsertTask(&txn, NewTask(2, 0, txn.NextSequence()));
+  uint64_t batches = store->committed_batches();
+  ASSERT_TRUE(store->Commit(&txn).ok());
+  EXPECT_EQ(store->committed_batches(), batches + 1);
+  auto view = store->NewReadView();
+  std::string value;
+  EXPECT_TRUE(view->GetAppValue("k", &value).IsNotFound());
+  ASSERT_TRUE(view->GetAppValue("a", &value).ok());
+  EXPECT_EQ(value, "1");
+  EXPECT_TRUE(view->GetAppValue("b", &value).IsNotFound());
+  TaskBytes task;
+  EXPECT_TRUE(view->GetTask(2, &task).ok());
+  EXPECT_TRUE(view->GetTask(1, &task).IsNotFound());
 }
 
 }  // namespace

@@ -429,7 +429,7 @@ TEST(SpoolCli, StatsListShowHistoryOnALiveQueue) {
   Outcome stats = Spool({"stats", path, "--json"});
   ASSERT_EQ(stats.exit_code, 0) << stats.err;
   auto json = nlohmann::json::parse(stats.out);
-  EXPECT_EQ(json["schema_version"], 2);
+  EXPECT_EQ(json["schema_version"], 3);
   EXPECT_GE(json["total"].get<uint64_t>(), 300u);
   EXPECT_GE(json["by_type"]["flaky"]["pending"].get<uint64_t>() +
                 json["by_type"]["flaky"]["running"].get<uint64_t>() +
@@ -448,7 +448,7 @@ TEST(SpoolCli, StatsListShowHistoryOnALiveQueue) {
 
   Outcome text = Spool({"stats", path});
   EXPECT_EQ(text.exit_code, 0) << text.err;
-  EXPECT_NE(text.out.find("schema version  2"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("schema version  3"), std::string::npos) << text.out;
 
   Outcome list =
       Spool({"list", path, "--type", "flaky", "--limit", "5", "--json"});
@@ -784,7 +784,7 @@ TEST(SpoolCli, BadInputGetsOneLineAndItsExitCode) {
     for (size_t i = 0; i < names.size(); ++i) {
       if (names[i] == "meta") {
         ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), handles[i],
-                            "schema_version", std::string("\0\0\0\3", 4))
+                            "schema_version", std::string("\0\0\0\4", 4))
                         .ok());
       }
     }
@@ -794,7 +794,7 @@ TEST(SpoolCli, BadInputGetsOneLineAndItsExitCode) {
   Outcome version = Spool({"stats", newer, "--json"});
   EXPECT_EQ(version.exit_code, 1);
   ExpectOneLine(
-      version, {"NotSupported", newer, "schema version 3", "schema version 2"});
+      version, {"NotSupported", newer, "schema version 4", "schema version 3"});
 }
 
 TEST(SpoolCli, ConfigPrintShowsTheEffectiveConfig) {

@@ -82,6 +82,9 @@ Statistics Metrics::Snapshot() const {
   s.dead = load(dead);
   s.cancelled = load(cancelled);
   s.recovered = load(recovered);
+  s.storage_failures = load(storage_failures);
+  s.storage_recoveries = load(storage_recoveries);
+  s.storage_consecutive_failures = load(storage_consecutive_failures);
   s.commit_batch_tasks = commit_batch.Snapshot();
   s.commit_seconds = commit_latency.Snapshot();
   s.sync_seconds = sync_latency.Snapshot();

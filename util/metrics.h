@@ -73,6 +73,10 @@ struct Metrics {
   std::atomic<uint64_t> dead{0};
   std::atomic<uint64_t> cancelled{0};
   std::atomic<uint64_t> recovered{0};
+  // Storage health (spool/storage_health.h), kept by the writer.
+  std::atomic<uint64_t> storage_failures{0};
+  std::atomic<uint64_t> storage_recoveries{0};
+  std::atomic<uint64_t> storage_consecutive_failures{0};
 
   Histogram commit_batch{BatchBuckets()};
   Histogram commit_latency{LatencyBuckets()};

@@ -334,6 +334,13 @@ Status Options::Validate() const {
     return bad("runtime.close_timeout_ms must be in [0, 86400000], got " +
                std::to_string(close_timeout.count()));
   }
+  if (gate_recheck_interval.count() < 1 ||
+      gate_recheck_interval > std::chrono::hours(24)) {
+    return bad(
+        "runtime.gate_recheck_interval_ms must be in [1, 86400000], "
+        "got " +
+        std::to_string(gate_recheck_interval.count()));
+  }
   if (Status s = ValidateRetention(*this); !s.ok()) return s;
   if (static_cast<int>(log_level) > static_cast<int>(LogLevel::kOff)) {
     return bad("log.level is out of range");

@@ -152,6 +152,13 @@ std::string FormatPrometheus(const Statistics& stats) {
        "Enqueue calls refused with Busy: the writer held its bound of tasks "
        "or bytes not yet durable.",
        &Statistics::busy_refusals},
+      {"spool_storage_failures_total",
+       "Failed commits: a batch not written or synced, or the store not "
+       "reopened.",
+       &Statistics::storage_failures},
+      {"spool_storage_recoveries_total",
+       "First successful commits after failed ones.",
+       &Statistics::storage_recoveries},
   };
   for (const CounterMetric& c : kCounters) {
     w.Counter(c.name, c.help, stats.*c.value);
@@ -204,6 +211,9 @@ std::string FormatPrometheus(const Statistics& stats) {
           stats.waiting_tasks);
   w.Gauge("spool_waiting_enqueued_bytes",
           "Payload and type bytes of those tasks.", stats.waiting_bytes);
+  w.Gauge("spool_storage_consecutive_failures",
+          "Commits failed in a row now; 0 once one succeeds.",
+          stats.storage_consecutive_failures);
   return w.Take();
 }
 

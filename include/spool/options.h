@@ -312,6 +312,11 @@ struct Options {
   // types[type].retry over default_retry.
   RetryPolicy RetryPolicyFor(const std::string& type) const;
 
+  // How often each gate registered with Runtime::RegisterGate is asked
+  // whether it is open (spool/gate.h). Config key
+  // runtime.gate_recheck_interval_ms: 1 to 86,400,000. Default: 1 s.
+  std::chrono::milliseconds gate_recheck_interval = std::chrono::seconds(1);
+
   // ---- Shutdown ----
 
   // How long Close waits for running handlers before it gives up on them.

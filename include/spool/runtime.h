@@ -34,13 +34,16 @@
 #include <string_view>
 #include <vector>
 
+#include <spool/app_batch.h>
 #include <spool/encryption.h>
 #include <spool/future.h>
+#include <spool/gate.h>
 #include <spool/handler.h>
 #include <spool/options.h>
 #include <spool/query.h>
 #include <spool/statistics.h>
 #include <spool/status.h>
+#include <spool/storage_health.h>
 #include <spool/task.h>
 
 namespace spool {
@@ -215,6 +218,30 @@ class Runtime {
   // them). Stored atomically, like EnqueueBatch.
   virtual BatchTicket EnqueueChain(std::vector<TaskSpec> tasks) = 0;
 
+  // ---- The application key space (spool/app_batch.h) ----
+
+  // Commits the batch's writes of the application key space and its tasks
+  // in one write batch: all are durable before ticket.stored resolves with
+  // the tasks' ids (in the batch's order, as EnqueueBatch), or none is
+  // stored and it resolves with why. The tasks are checked as EnqueueBatch
+  // checks them (InvalidArgument naming the task by index, NotFound for a
+  // missing dependency, ...); the writes count against
+  // writer_max_pending_bytes with the payloads. A batch with writes and no
+  // task is fine; an empty one resolves at once. Closed after Close,
+  // FailedPrecondition on a read-only runtime.
+  virtual BatchTicket CommitAppBatch(AppBatch batch) = 0;
+
+  // The value of `key` in the application key space, as of one snapshot
+  // taken on a reader, or nullopt when it has none. InvalidArgument for an
+  // empty key or one longer than AppBatch::kMaxKeyBytes; Corruption naming
+  // the key for a value no configured key opens.
+  virtual Future<std::optional<std::string>> GetAppValue(std::string key) = 0;
+
+  // One page of the application key space in key order, on one snapshot
+  // (see AppScan, AppPage). InvalidArgument for a limit outside
+  // 1..AppScan::kMaxLimit.
+  virtual Future<AppPage> ScanAppValues(AppScan scan) = 0;
+
   // The task as stored now. NotFound for an unknown id; Corruption naming
   // the id when its record fails verification or cannot be decrypted, or
   // the task is set aside (see ListSetAside).
@@ -366,6 +393,16 @@ class Runtime {
   // Pause), as is one closed by TaskContext::DeferUntilOpen.
   virtual Status SetGate(std::string_view gate, bool open) = 0;
 
+  // Registers a gate whose state `gate` computes (spool/gate.h): spool asks
+  // its IsOpen() every Options::gate_recheck_interval on a thread of its
+  // own, and again right after a handler defers on it, and opens or closes
+  // the gate named `name` with the answer. SetGate on that name still works,
+  // until the next answer. REQUIRES: before Start. InvalidArgument for an
+  // empty name or a null gate; FailedPrecondition after Start, for a name
+  // already registered, or on a read-only runtime.
+  virtual Status RegisterGate(std::string_view name,
+                              std::shared_ptr<Gate> gate) = 0;
+
   // At most `max_running` tasks of `group` run at once; 0 removes the limit
   // set here, and the config's limit applies again: the group's
   // [groups.NAME] concurrency (Options::group_limits) if it has one, else
@@ -436,8 +473,17 @@ class Runtime {
   // overlap. Returns a token for Unsubscribe.
   virtual uint64_t Subscribe(
       std::function<void(const TaskEvent&)> listener) = 0;
-  // Ends the subscription of `token` (from Subscribe or SubscribeProgress):
-  // once Unsubscribe returns, the listener
+  // Calls `listener` for every storage failure and recovery
+  // (spool/storage_health.h), on the callback executor (in the order they
+  // happened with the default one-thread executor); calls of one listener
+  // never overlap. Returns a token for Unsubscribe, which ends
+  // it as it ends an event subscription. A read-only runtime writes
+  // nothing, so reports nothing.
+  virtual uint64_t SubscribeStorageHealth(
+      std::function<void(const StorageHealthEvent&)> listener) = 0;
+
+  // Ends the subscription of `token` (from Subscribe, SubscribeProgress or
+  // SubscribeStorageHealth): once Unsubscribe returns, the listener
   // is not running and no call of it starts again, even for events already
   // queued on the executor. So an object whose listener captures it may be
   // destroyed right after Unsubscribe returns.

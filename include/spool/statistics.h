@@ -97,6 +97,12 @@ struct Statistics {
   // writer_max_pending_bytes bytes not yet durable (and, with
   // WriterFull::kWait, as many again waited for room). A batch counts once.
   uint64_t busy_refusals = 0;
+  // Failed commits: the writer could not write or sync a batch, or reopen
+  // the store before one (spool/storage_health.h). A batch retried after a
+  // failure counts again each time it fails.
+  uint64_t storage_failures = 0;
+  // First successful commits after one or more failed ones.
+  uint64_t storage_recoveries = 0;
 
   // ---- Histograms ----
 
@@ -140,6 +146,8 @@ struct Statistics {
   // to the writer, and their bytes.
   uint64_t waiting_tasks = 0;
   uint64_t waiting_bytes = 0;
+  // Commits failed in a row now: 0 once a commit succeeds.
+  uint64_t storage_consecutive_failures = 0;
 };
 
 // `stats` in the Prometheus text exposition format (version 0.0.4), every
