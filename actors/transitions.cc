@@ -217,6 +217,10 @@ void Settle(storage::StateRecord* record, const Outcome& outcome,
     ReturnUnstarted(record, now_us);
     return;
   }
+  if (outcome.interrupted) {
+    Interrupt(record, now_us, unit_random);
+    return;
+  }
   if (outcome.deferred_until_gate && !record->cancel_requested) {
     // Back to the queue in its place; the attempt did not happen.
     record->status = TaskStatus::kPending;
