@@ -337,7 +337,8 @@ Status Options::Validate() const {
     return bad("runtime.readers must be in [1, 256], got " +
                std::to_string(readers));
   }
-  if (workers < 1 || workers > 4096) {
+  // 0 local workers: a queue node whose tasks all run on remote workers.
+  if (workers < (remote_listen.empty() ? 1 : 0) || workers > 4096) {
     return bad("runtime.workers must be in [1, 4096], got " +
                std::to_string(workers));
   }

@@ -227,7 +227,8 @@ struct Options {
 
   // Worker actors running handlers, each on its own thread. This is the
   // global concurrency limit: at most this many handlers run at once.
-  // Default: 4.
+  // 0 (only in code, and only with remote_listen set): no local worker, a
+  // queue node whose tasks all run on remote workers. Default: 4.
   int workers = 4;
 
   // The most tasks kept claimed ahead of the workers: stored as running
