@@ -61,18 +61,30 @@ using Self = gateway_actor::stateful_pointer<GatewayState>;
 Status StatusOf(uint8_t code, const std::string& message) {
   using Code = Status::Code;
   switch (static_cast<Code>(code)) {
-    case Code::kOk: return Status::OK();
-    case Code::kNotFound: return Status::NotFound(message);
-    case Code::kCorruption: return Status::Corruption(message);
-    case Code::kInvalidArgument: return Status::InvalidArgument(message);
-    case Code::kIOError: return Status::IOError(message);
-    case Code::kBusy: return Status::Busy(message);
-    case Code::kClosed: return Status::Closed(message);
-    case Code::kFailedPrecondition: return Status::FailedPrecondition(message);
-    case Code::kTimedOut: return Status::TimedOut(message);
-    case Code::kNotSupported: return Status::NotSupported(message);
-    case Code::kCancelled: return Status::Cancelled(message);
-    default: return Status::Aborted(message);
+    case Code::kOk:
+      return Status::OK();
+    case Code::kNotFound:
+      return Status::NotFound(message);
+    case Code::kCorruption:
+      return Status::Corruption(message);
+    case Code::kInvalidArgument:
+      return Status::InvalidArgument(message);
+    case Code::kIOError:
+      return Status::IOError(message);
+    case Code::kBusy:
+      return Status::Busy(message);
+    case Code::kClosed:
+      return Status::Closed(message);
+    case Code::kFailedPrecondition:
+      return Status::FailedPrecondition(message);
+    case Code::kTimedOut:
+      return Status::TimedOut(message);
+    case Code::kNotSupported:
+      return Status::NotSupported(message);
+    case Code::kCancelled:
+      return Status::Cancelled(message);
+    default:
+      return Status::Aborted(message);
   }
 }
 
@@ -147,14 +159,16 @@ caf::result<RemoteWelcome> OnHello(Self self, RemoteHello& hello) {
   }
   if (st.stopping || !st.started) {
     return caf::make_error(caf::sec::invalid_argument,
-                           st.stopping ? "refused for now: the runtime is closing"
-                                       : "refused for now: not started yet");
+                           st.stopping
+                               ? "refused for now: the runtime is closing"
+                               : "refused for now: not started yet");
   }
   if (hello.concurrency < 1 || hello.concurrency > 4096 ||
       hello.types.empty()) {
-    st.log->warn("remote worker '{}' refused: concurrency {} (1 to 4096) and "
-                 "at least one type are required",
-                 hello.node, hello.concurrency);
+    st.log->warn(
+        "remote worker '{}' refused: concurrency {} (1 to 4096) and "
+        "at least one type are required",
+        hello.node, hello.concurrency);
     return caf::make_error(caf::sec::invalid_argument,
                            "refused: concurrency must be in [1, 4096] and "
                            "types not empty");
@@ -186,8 +200,7 @@ caf::result<RemoteWelcome> OnHello(Self self, RemoteHello& hello) {
 }
 
 // A claimed task for slot `slot` of `session`: read its spec and lease it.
-void OnLease(Self self, uint64_t session_id, uint32_t slot,
-             ClaimedTask& task) {
+void OnLease(Self self, uint64_t session_id, uint32_t slot, ClaimedTask& task) {
   auto& st = self->state;
   auto session = st.sessions.find(session_id);
   Outcome outcome;
@@ -197,8 +210,7 @@ void OnLease(Self self, uint64_t session_id, uint32_t slot,
       session->second.types.count(task.type) == 0) {
     // Gone meanwhile, or not a type it serves: back unstarted.
     outcome.started = false;
-    SendOutcome(self, slot, std::move(outcome),
-                session != st.sessions.end());
+    SendOutcome(self, slot, std::move(outcome), session != st.sessions.end());
     return;
   }
   const storage::fb::TaskSpec* spec = nullptr;

@@ -8,19 +8,18 @@
 // milliseconds, as text) handlers. --log appends "TASK ATTEMPT" for every
 // attempt started, for tests. Runs until SIGINT or SIGTERM.
 
-#include <fcntl.h>
-#include <signal.h>
-#include <unistd.h>
-
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fcntl.h>
 #include <iostream>
+#include <signal.h>
 #include <sstream>
 #include <string>
 #include <thread>
+#include <unistd.h>
 #include <vector>
 
 #include <spool/remote_worker.h>

@@ -173,7 +173,7 @@ TEST(ShippedConfigTest, DocumentsEveryKeyAndItsDefault) {
     EXPECT_THAT(line.comment, HasSubstr("Allowed: "))
         << "the comment above " << line.key << " must state what it allows";
   }
-  EXPECT_EQ(keys.size(), 32u);
+  EXPECT_EQ(keys.size(), 37u);
 }
 
 // A key added to the registry must also be documented in spool.toml.
@@ -181,7 +181,7 @@ TEST(ShippedConfigTest, SetsEveryKeyTheRegistryKnows) {
   std::set<std::string> documented = KeysIn(ReadText(ShippedConfigPath()));
   std::set<std::string> known = KeysIn(DescribeOptions(Options()));
   EXPECT_EQ(documented, known);
-  EXPECT_EQ(known.size(), 32u);
+  EXPECT_EQ(known.size(), 37u);
 }
 
 // ---------------------------------------------------------------------------
@@ -281,10 +281,12 @@ TEST(ParseOptionsTest, RejectsUnknownSectionWithSuggestion) {
 }
 
 TEST(ParseOptionsTest, RejectsUnknownSectionListingTheKnownOnes) {
-  EXPECT_THAT(ParseError("[database]\nx = 1\n"),
-              HasSubstr("database: unknown section; the sections are "
-                        "[storage], [runtime], [writer], [retention], [log] "
-                        "(line 1)"));
+  EXPECT_THAT(
+      ParseError("[database]\nx = 1\n"),
+      HasSubstr("database: unknown section; the sections are "
+                "[storage], [runtime], [writer], [retention], [remote], "
+                "[log] "
+                "(line 1)"));
 }
 
 TEST(ParseOptionsTest, RejectsUnknownKeyWithSuggestion) {
@@ -801,7 +803,7 @@ TEST(OverrideTest, EveryIntegerRangeAgreesWithValidate) {
     }
     ++checked;
   }
-  EXPECT_EQ(checked, 17);
+  EXPECT_EQ(checked, 20);
 }
 
 // ---------------------------------------------------------------------------

@@ -42,9 +42,9 @@ Status RuntimeImpl::StartGateway() {
   if (!published) {
     caf::anon_send_exit(gateway_, caf::exit_reason::user_shutdown);
     gateway_ = nullptr;
-    return Status::IOError("remote.listen \"" + listen +
-                           "\": cannot listen there: " +
-                           actor_system_->render(published.error()));
+    return Status::IOError(
+        "remote.listen \"" + listen +
+        "\": cannot listen there: " + actor_system_->render(published.error()));
   }
   gateway_port_ = *published;
   Logger()->info("remote workers' gateway listens on {}:{}", host,

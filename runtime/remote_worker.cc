@@ -2,10 +2,6 @@
 // of its own with the middleman, one "node" actor that talks to the
 // gateway, and a thread per unit of concurrency running handlers.
 
-#include <spool/remote_worker.h>
-
-#include <unistd.h>
-
 #include <atomic>
 #include <condition_variable>
 #include <deque>
@@ -13,8 +9,11 @@
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <unistd.h>
 #include <unordered_map>
 #include <vector>
+
+#include <spool/remote_worker.h>
 
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
@@ -76,8 +75,8 @@ class RemoteWorkerImpl final : public RemoteWorker {
       return Status::FailedPrecondition(
           "RegisterHandler after Connect: the gateway was told the types");
     }
-    handlers_[type] = actors::RegisteredHandler{std::move(handler),
-                                                std::move(options)};
+    handlers_[type] =
+        actors::RegisteredHandler{std::move(handler), std::move(options)};
     return Status::OK();
   }
 
@@ -213,9 +212,8 @@ caf::behavior NodeBehavior(NodeSelf self, RemoteWorkerImpl* worker,
         auto& st = self->state;
         if (st.refused) return;
         if (!st.gateway) {
-          auto gateway =
-              self->system().middleman().remote_actor<gateway_actor>(host,
-                                                                     port);
+          auto gateway = self->system().middleman().remote_actor<gateway_actor>(
+              host, port);
           if (!gateway) {
             Logger()->info("cannot reach the gateway at {}:{}: {}", host, port,
                            self->system().render(gateway.error()));
@@ -350,10 +348,9 @@ Status RemoteWorkerImpl::Connect() {
   std::unique_lock<std::mutex> lock(mutex_);
   if (!cv_.wait_for(lock, options_.connect_timeout,
                     [this] { return first_answer_.has_value(); })) {
-    return Status::IOError("no answer from the gateway at " + connect +
-                           " within " +
-                           std::to_string(options_.connect_timeout.count()) +
-                           " ms; still trying");
+    return Status::IOError(
+        "no answer from the gateway at " + connect + " within " +
+        std::to_string(options_.connect_timeout.count()) + " ms; still trying");
   }
   return *first_answer_;
 }
@@ -388,7 +385,8 @@ Status RemoteWorker::Create(RemoteWorkerOptions options,
   if (worker == nullptr) return Status::InvalidArgument("worker is null");
   const std::string& connect = options.connect;
   size_t colon = connect.rfind(':');
-  std::string port = colon == std::string::npos ? "" : connect.substr(colon + 1);
+  std::string port =
+      colon == std::string::npos ? "" : connect.substr(colon + 1);
   if (colon == std::string::npos || colon == 0 || port.empty() ||
       port.size() > 5 ||
       port.find_first_not_of("0123456789") != std::string::npos ||
@@ -413,8 +411,8 @@ Status RemoteWorker::Create(RemoteWorkerOptions options,
     Status s = LoadSecretFile("secret file", options.secret_file, &secret);
     if (!s.ok()) return s;
   }
-  *worker = std::make_unique<RemoteWorkerImpl>(std::move(options),
-                                               std::move(secret));
+  *worker =
+      std::make_unique<RemoteWorkerImpl>(std::move(options), std::move(secret));
   return Status::OK();
 }
 

@@ -2,24 +2,24 @@
 // connect to a runtime's gateway (docs/scale-out.md). Every wait is
 // bounded.
 
-#include <netinet/in.h>
-#include <signal.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <fstream>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <netinet/in.h>
 #include <set>
+#include <signal.h>
 #include <string>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <vector>
+
+#include <spool/runtime.h>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <spool/runtime.h>
 
 #include "tests/child_process.h"
 #include "tests/runtime_testing.h"
@@ -29,9 +29,9 @@ namespace spool {
 namespace {
 
 using testing::ChildProcess;
+using ::testing::HasSubstr;
 using testing::TempDir;
 using testing::WaitUntil;
-using ::testing::HasSubstr;
 
 constexpr char kSecret[] = "0123456789abcdef0123456789abcdef";
 
@@ -141,9 +141,9 @@ class RemoteTest : public ::testing::Test {
       spec.options.retry = retry;
       batch.push_back(std::move(spec));
       if (batch.size() == 500 || i + 1 == n) {
-        auto stored = testing::Await(
-            runtime_->EnqueueBatch(std::move(batch)).stored,
-            std::chrono::seconds(30));
+        auto stored =
+            testing::Await(runtime_->EnqueueBatch(std::move(batch)).stored,
+                           std::chrono::seconds(30));
         EXPECT_TRUE(stored.ok()) << stored.status().ToString();
         if (stored.ok()) ids.insert(ids.end(), stored->begin(), stored->end());
         batch.clear();
@@ -156,7 +156,8 @@ class RemoteTest : public ::testing::Test {
     DrainOptions options;
     options.timeout = timeout;
     options.wait_for_scheduled = true;
-    return testing::Await(runtime_->Drain(options), timeout + std::chrono::seconds(5))
+    return testing::Await(runtime_->Drain(options),
+                          timeout + std::chrono::seconds(5))
         .status();
   }
 
@@ -208,7 +209,8 @@ TEST_F(RemoteTest, ThreeWorkerProcessesDrainTenThousandTasks) {
   for (auto [id, n] : runs) ASSERT_EQ(n, 1) << "task " << id;
 }
 
-TEST_F(RemoteTest, SigkilledWorkersTasksRunAgainElsewhereWithTheAttemptCounted) {
+TEST_F(RemoteTest,
+       SigkilledWorkersTasksRunAgainElsewhereWithTheAttemptCounted) {
   Open();
   std::vector<std::unique_ptr<ChildProcess>> workers;
   for (int i = 0; i < 3; ++i) {
@@ -216,14 +218,15 @@ TEST_F(RemoteTest, SigkilledWorkersTasksRunAgainElsewhereWithTheAttemptCounted) 
     ExpectConnected(*workers.back());
   }
   std::vector<TaskId> ids = EnqueueMany("sleep", "150", 90);
-  ASSERT_TRUE(WaitUntil(
-      [&] { return StartsIn(dir_.Sub("k0.log")).size() >= 6; },
-      std::chrono::seconds(20)));
+  ASSERT_TRUE(
+      WaitUntil([&] { return StartsIn(dir_.Sub("k0.log")).size() >= 6; },
+                std::chrono::seconds(20)));
   workers[0]->Kill();
   ASSERT_TRUE(Drain(std::chrono::seconds(40)).ok());
   std::map<TaskId, std::vector<uint32_t>> starts;
   for (int i = 0; i < 3; ++i) {
-    for (auto [id, attempt] : StartsIn(dir_.Sub("k" + std::to_string(i) + ".log")))
+    for (auto [id, attempt] :
+         StartsIn(dir_.Sub("k" + std::to_string(i) + ".log")))
       starts[id].push_back(attempt);
   }
   int interrupted = 0;
@@ -257,9 +260,9 @@ TEST_F(RemoteTest, StalledWorkerLosesItsLeaseAndItsLateOutcomeIsRefused) {
   auto stalled = Worker("stalled", "sleep", 1);
   ExpectConnected(*stalled);
   std::vector<TaskId> ids = EnqueueMany("sleep", "400", 1);
-  ASSERT_TRUE(WaitUntil(
-      [&] { return StartsIn(dir_.Sub("stalled.log")).size() == 1; },
-      std::chrono::seconds(10)));
+  ASSERT_TRUE(
+      WaitUntil([&] { return StartsIn(dir_.Sub("stalled.log")).size() == 1; },
+                std::chrono::seconds(10)));
   stalled->Signal(SIGSTOP);
   auto healthy = Worker("healthy", "sleep", 1);
   ExpectConnected(*healthy);

@@ -1,11 +1,10 @@
 #include "util/secret_file.h"
 
-#include <sys/stat.h>
-
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <sys/stat.h>
 
 namespace spool {
 
@@ -42,8 +41,9 @@ Status LoadSecretFile(const std::string& what, const std::string& path,
       begin == std::string::npos ? "" : line.substr(begin, end - begin + 1);
   if (value.size() < 16) {
     return Status::InvalidArgument(
-        name + ": the secret (its first line) must be at least 16 bytes, "
-               "e.g. from `openssl rand -hex 32`");
+        name +
+        ": the secret (its first line) must be at least 16 bytes, "
+        "e.g. from `openssl rand -hex 32`");
   }
   *secret = std::move(value);
   return Status::OK();

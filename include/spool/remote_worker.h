@@ -76,8 +76,8 @@ class RemoteWorker {
   // (TaskContext::stopping) and waits up to `timeout` for them, then
   // disconnects. Attempts still running are settled by the runtime as
   // interrupted. Idempotent.
-  virtual Status Close(std::chrono::milliseconds timeout =
-                           std::chrono::seconds(10)) = 0;
+  virtual Status Close(
+      std::chrono::milliseconds timeout = std::chrono::seconds(10)) = 0;
 
   // Attempts finished and reported since Connect (for tools and tests).
   virtual uint64_t finished() const = 0;
