@@ -199,6 +199,31 @@ caf::result<RemoteWelcome> OnHello(Self self, RemoteHello& hello) {
                        st.config.lease.count()};
 }
 
+// Writes the lease into the task's state: who runs the attempt, until
+// when (durable with the next commit; heartbeats extend it in memory only).
+void RecordLease(Self self, const ClaimedTask& task, const std::string& node) {
+  auto& st = self->state;
+  if (!st.config.writer) return;
+  ControlCommand command;
+  command.kind = ControlCommand::Kind::kLease;
+  command.id = task.id;
+  command.text = node;
+  command.lease_attempt = task.attempt;
+  auto lease_us =
+      std::chrono::duration_cast<std::chrono::microseconds>(st.config.lease);
+  command.lease_deadline_us =
+      st.config.clock->Now().time_since_epoch().count() + lease_us.count();
+  auto log = st.log;
+  TaskId id = task.id;
+  command.done = [log, id](const Result<ControlResult>& result) {
+    if (!result.ok()) {
+      log->warn("recording the lease of task {} failed: {}", id,
+                result.status().ToString());
+    }
+  };
+  self->send(st.config.writer, control_atom::value, std::move(command));
+}
+
 // A claimed task for slot `slot` of `session`: read its spec and lease it.
 void OnLease(Self self, uint64_t session_id, uint32_t slot, ClaimedTask& task) {
   auto& st = self->state;
@@ -248,6 +273,7 @@ void OnLease(Self self, uint64_t session_id, uint32_t slot, ClaimedTask& task) {
   }
   lease.group = text(spec->group());
   lease.idempotency_key = text(spec->idempotency_key());
+  RecordLease(self, task, session->second.node);
   caf::actor peer = session->second.peer;
   st.leases.emplace(lease.lease, Lease{session_id, slot, std::move(task)});
   caf::anon_send(peer, lease_atom::value, session_id, std::move(lease));

@@ -43,6 +43,8 @@ namespace spool::actors {
 
 struct GatewayConfig {
   scheduler_actor scheduler;
+  // Records each lease's node and deadline in the task's state.
+  writer_actor writer;
   const storage::TaskStore* store = nullptr;
   // Where leased starts are recorded (null: nowhere).
   storage::StartLog* start_log = nullptr;

@@ -162,6 +162,10 @@ struct ControlCommand {
     kFailHandOff,
     kPurge,
     kReencrypt,
+    // Records that remote worker `text` leases running attempt
+    // `lease_attempt` until `lease_deadline_us`; ignored when the task has
+    // moved on to another attempt or state.
+    kLease,
   };
   Kind kind = Kind::kCancel;
   TaskId id = 0;
@@ -193,6 +197,9 @@ struct ControlCommand {
   // last id examined; a step examines purge_step records.
   storage::ColumnFamily reencrypt_family = storage::ColumnFamily::kTasks;
   TaskId reencrypt_after = 0;
+  // kLease: the attempt leased and its deadline (wall clock, microseconds).
+  uint32_t lease_attempt = 0;
+  int64_t lease_deadline_us = 0;
   std::function<void(const Result<ControlResult>&)> done;
 };
 

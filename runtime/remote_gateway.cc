@@ -28,6 +28,7 @@ Status RuntimeImpl::StartGateway() {
   auto port = static_cast<uint16_t>(std::stoi(listen.substr(colon + 1)));
   actors::GatewayConfig config;
   config.scheduler = scheduler_;
+  config.writer = writer_;
   config.store = store_.get();
   config.start_log = start_log_.get();
   config.clock = clock_;

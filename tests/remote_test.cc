@@ -263,6 +263,10 @@ TEST_F(RemoteTest, StalledWorkerLosesItsLeaseAndItsLateOutcomeIsRefused) {
   ASSERT_TRUE(
       WaitUntil([&] { return StartsIn(dir_.Sub("stalled.log")).size() == 1; },
                 std::chrono::seconds(10)));
+  // The lease is on record: which node runs the attempt, until when.
+  EXPECT_TRUE(WaitUntil([&] { return Info(ids[0]).remote_node == "stalled"; },
+                        std::chrono::seconds(5)));
+  EXPECT_GT(Info(ids[0]).lease_deadline.time_since_epoch().count(), 0);
   stalled->Signal(SIGSTOP);
   auto healthy = Worker("healthy", "sleep", 1);
   ExpectConnected(*healthy);
@@ -279,6 +283,8 @@ TEST_F(RemoteTest, StalledWorkerLosesItsLeaseAndItsLateOutcomeIsRefused) {
   info = Info(ids[0]);
   EXPECT_EQ(info.status, TaskStatus::kSucceeded);
   EXPECT_EQ(info.attempts, 2u);
+  // Settled: no lease is on record any more.
+  EXPECT_EQ(info.remote_node, "");
 }
 
 TEST_F(RemoteTest, WorkerWithAWrongOrMissingSecretIsRefused) {
