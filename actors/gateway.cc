@@ -1,5 +1,6 @@
 #include "actors/gateway.h"
 
+#include <algorithm>
 #include <atomic>
 #include <map>
 #include <unordered_map>
@@ -336,7 +337,11 @@ void OnTick(Self self) {
     }
   }
   if (!st.stopping) {
-    auto period = std::min(st.config.heartbeat, st.config.lease / 10);
+    // Fine enough that a lease expires at most 50 ms late (the goal is
+    // re-dispatch within lease + 100 ms), and cheap: one pass over the
+    // sessions and leases.
+    auto period = std::min({st.config.heartbeat, st.config.lease / 10,
+                            std::chrono::milliseconds(50)});
     self->delayed_send(self, std::max(period, std::chrono::milliseconds(5)),
                        tick_atom::value);
   }
