@@ -10,11 +10,15 @@
 //   writer --changed--> watcher --read--> reader pool; reader --watched-->
 //   watcher --> subscribers, for live queries
 //   recovery --recover--> writer --recovered--> recovery, at open
+//   remote worker --hello/heartbeat/outcome--> gateway --lease/revoke-->
+//   remote worker; scheduler --run--> remote slot --lease--> gateway;
+//   gateway --attach/detach/outcome--> scheduler (docs/scale-out.md)
 
 #ifndef SPOOL_ACTORS_ACTORS_H_
 #define SPOOL_ACTORS_ACTORS_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -31,6 +35,14 @@ using worker_actor = caf::typed_actor<
     // Runs one attempt of a claimed task and reports its outcome, then goes
     // on with the tasks claimed ahead in the pool until it is empty.
     caf::reacts_to<run_atom, ClaimedTask>>;
+
+// Worker slots served by a remote worker, added to the scheduler's workers
+// while its connection lasts. `attached` is called on the scheduler's thread
+// with the index of the first slot; the others follow in order.
+struct RemoteSlots {
+  std::vector<worker_actor> slots;
+  std::function<void(uint32_t first_index)> attached;
+};
 
 // Sent with start: everything known only once handlers are registered.
 struct DispatchConfig {
@@ -73,7 +85,11 @@ using scheduler_actor = caf::typed_actor<
     // that the command finds them queued, not running.
     caf::reacts_to<control_atom, ControlCommand>,
     // Internal: sends the claims and outcomes gathered since the last one.
-    caf::reacts_to<dispatch_atom>>;
+    caf::reacts_to<dispatch_atom>,
+    // A remote worker connected: these slots take claims like workers.
+    caf::reacts_to<attach_atom, RemoteSlots>,
+    // A remote worker is gone: its slots (by index) take no more claims.
+    caf::reacts_to<detach_atom, std::vector<uint32_t>>>;
 
 // Receives what each commit changed, for live queries.
 using change_listener_actor = caf::typed_actor<
@@ -153,8 +169,31 @@ using retention_actor = caf::typed_actor<
     // Sends no more steps; calls back once none is at the writer.
     caf::reacts_to<stop_atom, Completion>>;
 
+// The remote workers' gateway (actors/gateway.h), published on the network
+// by the runtime when [remote] listen is set. Its first three messages come
+// from remote workers over the network; the others are local.
+using gateway_actor = caf::typed_actor<
+    // A remote worker introduces itself; refused unless its secret matches.
+    caf::replies_to<hello_atom, RemoteHello>::with<RemoteWelcome>,
+    // The worker of this session is alive: its leases are extended.
+    caf::reacts_to<heartbeat_atom, uint64_t>,
+    // The worker of this session finished a leased attempt.
+    caf::reacts_to<outcome_atom, uint64_t, RemoteOutcome>,
+    // The scheduler sent slot `index` of this session a claimed task to
+    // run (from the slot's forwarding actor).
+    caf::reacts_to<lease_atom, uint64_t, uint32_t, ClaimedTask>,
+    // Internal: the lease timer; expires leases and passes on cancels.
+    caf::reacts_to<tick_atom>,
+    // Runtime::Start: hellos are accepted from now on (refused before, so
+    // that remote slots are numbered after the local workers).
+    caf::reacts_to<start_atom>,
+    // Settles every lease as interrupted, tells remote workers their
+    // sessions are over, and quits (Close).
+    caf::reacts_to<stop_atom>>;
+
 }  // namespace spool::actors
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::DispatchConfig)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::RemoteSlots)
 
 #endif  // SPOOL_ACTORS_ACTORS_H_

@@ -14,6 +14,16 @@ TaskContext TaskContextBuilder::For(const actors::ClaimedTask& task,
   auto view = [](const flatbuffers::String* s) {
     return s == nullptr ? std::string_view() : s->string_view();
   };
+  return For(task, payload, view(spec.group()), view(spec.idempotency_key()),
+             control, inputs);
+}
+
+TaskContext TaskContextBuilder::For(const actors::ClaimedTask& task,
+                                    std::string_view payload,
+                                    std::string_view group,
+                                    std::string_view idempotency_key,
+                                    internal::AttemptControl* control,
+                                    const actors::AttemptInputs& inputs) {
   TaskContext context;
   context.id_ = task.id;
   context.type_ = task.type;
@@ -21,8 +31,8 @@ TaskContext TaskContextBuilder::For(const actors::ClaimedTask& task,
   context.attempt_ = task.attempt;
   context.max_attempts_ = task.max_attempts;
   context.priority_ = task.priority;
-  context.idempotency_key_ = view(spec.idempotency_key());
-  context.group_ = view(spec.group());
+  context.idempotency_key_ = idempotency_key;
+  context.group_ = group;
   context.control_ = control;
   context.previous_attempt_interrupted_ = task.previous_attempt_interrupted;
   context.max_result_bytes_ = inputs.max_result_bytes;
@@ -173,6 +183,31 @@ Outcome RunAttempt(const HandlerRegistry& registry, const ClaimedTask& task,
     return outcome;
   }
   ShapeFailure(options, control, &outcome);
+  return outcome;
+}
+
+Outcome RunLeasedAttempt(const RegisteredHandler& entry,
+                         const ClaimedTask& task, std::string_view payload,
+                         std::string_view group,
+                         std::string_view idempotency_key,
+                         internal::AttemptControl* control,
+                         const AttemptInputs& inputs) {
+  Outcome outcome;
+  outcome.id = task.id;
+  outcome.attempt = task.attempt;
+  TaskContext context = TaskContextBuilder::For(task, payload, group,
+                                                idempotency_key, control,
+                                                inputs);
+  outcome.status =
+      Guarded("the handler", [&] { return entry.handler(context); });
+  if (TakeRequests(task, inputs, control, &outcome)) return outcome;
+  if (outcome.status.ok()) return outcome;
+  if (control != nullptr && control->stop_requested() &&
+      !control->cancelled()) {
+    outcome.stopped = true;
+    return outcome;
+  }
+  ShapeFailure(entry.options, control, &outcome);
   return outcome;
 }
 

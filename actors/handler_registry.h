@@ -44,6 +44,12 @@ class TaskContextBuilder {
                          std::string_view payload,
                          internal::AttemptControl* control,
                          const actors::AttemptInputs& inputs);
+  // The same, for a task known only by its parts (a remote worker's lease).
+  static TaskContext For(const actors::ClaimedTask& task,
+                         std::string_view payload, std::string_view group,
+                         std::string_view idempotency_key,
+                         internal::AttemptControl* control,
+                         const actors::AttemptInputs& inputs);
 };
 
 namespace actors {
@@ -66,6 +72,17 @@ Outcome RunAttempt(const HandlerRegistry& registry, const ClaimedTask& task,
                    const storage::fb::TaskSpec& spec,
                    internal::AttemptControl* control,
                    const AttemptInputs& inputs);
+
+// Runs one attempt of a task leased to a remote worker with `entry`, the
+// worker's handler: as RunAttempt does, minus what needs the store (payload
+// versions, dependencies). `payload`, `group` and `idempotency_key` come
+// with the lease.
+Outcome RunLeasedAttempt(const RegisteredHandler& entry,
+                         const ClaimedTask& task, std::string_view payload,
+                         std::string_view group,
+                         std::string_view idempotency_key,
+                         internal::AttemptControl* control,
+                         const AttemptInputs& inputs);
 
 }  // namespace actors
 }  // namespace spool

@@ -1,9 +1,12 @@
 // The data carried by messages between spool's actors.
 //
-// Every message is local to one process, so the types are registered as
-// unsafe (not serializable) message types instead of being given inspect()
-// overloads. Completions are plain callbacks: the actor that finishes a
-// command calls them on its own thread, and they must not block.
+// Every message but the remote workers' is local to one process, so those
+// types are registered as unsafe (not serializable) message types instead
+// of being given inspect() overloads. The remote workers' messages (the
+// "Remote" structs below) cross the network through CAF's middleman: each
+// has an inspect() overload and a name announced by RegisterRemoteTypes.
+// Completions are plain callbacks: the actor that finishes a command calls
+// them on its own thread, and they must not block.
 
 #ifndef SPOOL_ACTORS_MESSAGES_H_
 #define SPOOL_ACTORS_MESSAGES_H_
@@ -26,6 +29,11 @@
 
 #include <caf/allowed_unsafe_message_type.hpp>
 #include <caf/atom.hpp>
+#include <caf/meta/type_name.hpp>
+
+namespace caf {
+class actor_system_config;
+}
 
 #include "actors/attempt_control.h"
 #include "storage/record.h"
@@ -65,6 +73,11 @@ using unwatch_atom = caf::atom_constant<caf::atom("unwatch")>;
 using watched_atom = caf::atom_constant<caf::atom("watched")>;
 using stats_atom = caf::atom_constant<caf::atom("stats")>;
 using purged_atom = caf::atom_constant<caf::atom("purged")>;
+using hello_atom = caf::atom_constant<caf::atom("hello")>;
+using lease_atom = caf::atom_constant<caf::atom("lease")>;
+using heartbeat_atom = caf::atom_constant<caf::atom("heartbeat")>;
+using revoke_atom = caf::atom_constant<caf::atom("revoke")>;
+using detach_atom = caf::atom_constant<caf::atom("detach")>;
 
 // ---- Payloads ----
 
@@ -157,6 +170,10 @@ struct ControlCommand {
     // Runtime::ReportProgress: checks that the task is running and handed
     // off, then puts `progress` on the board; writes nothing.
     kReportProgress,
+    // Records that remote worker `text` leases running attempt
+    // `lease_attempt` until `lease_deadline_us`; ignored when the task has
+    // moved on to another attempt or state.
+    kLease,
   };
   Kind kind = Kind::kCancel;
   TaskId id = 0;
@@ -190,6 +207,9 @@ struct ControlCommand {
   TaskId reencrypt_after = 0;
   // kReportProgress: the fraction, in [0, 1] (checked by the caller).
   double progress = 0;
+  // kLease: the attempt leased and its deadline (wall clock, microseconds).
+  uint32_t lease_attempt = 0;
+  int64_t lease_deadline_us = 0;
   std::function<void(const Result<ControlResult>&)> done;
 };
 
@@ -281,6 +301,10 @@ struct Outcome {
   // The attempt's start-log slot, set by the scheduler; it is cleared once
   // this outcome is durable.
   uint32_t start_slot = UINT32_MAX;
+  // The attempt ran on a remote worker that was lost (its connection went
+  // down or its lease ran out): settled as recovery settles an attempt a
+  // crash interrupted (transitions.h, Interrupt), its attempt counted.
+  bool interrupted = false;
 };
 
 // What RecoverCommand did.
@@ -414,6 +438,90 @@ struct ReadJob {
 // keeps a reference so that it can queue them again if the reader dies
 // before reporting back.
 using ReadBatch = std::shared_ptr<std::vector<ReadJob>>;
+
+// ---- Remote workers (actors/gateway.h, docs/scale-out.md) ----
+
+// The first message of a remote worker: who it is, what it serves, and the
+// shared secret that must match before it is handed anything.
+struct RemoteHello {
+  std::string secret;
+  // The worker's own name for itself (host and process), for logs and for
+  // the lease it holds.
+  std::string node;
+  std::vector<std::string> types;
+  uint32_t concurrency = 1;
+};
+
+// The gateway's answer to an accepted hello.
+struct RemoteWelcome {
+  // Names the connection in every later message.
+  uint64_t session = 0;
+  int64_t heartbeat_ms = 1000;
+  int64_t lease_ms = 10000;
+};
+
+// One leased attempt, sent to a remote worker: what its handler's
+// TaskContext needs.
+struct RemoteLease {
+  // Unique per attempt handed out; an outcome names it back.
+  uint64_t lease = 0;
+  uint64_t task = 0;
+  uint32_t attempt = 0;
+  uint32_t max_attempts = 1;
+  int32_t priority = 0;
+  bool previous_attempt_interrupted = false;
+  std::string type;
+  std::string payload;
+  std::string group;
+  std::string idempotency_key;
+};
+
+// How a leased attempt ended, from the remote worker.
+struct RemoteOutcome {
+  uint64_t lease = 0;
+  uint64_t task = 0;
+  uint32_t attempt = 0;
+  // spool::StatusCode of the handler's status, and its message.
+  uint8_t code = 0;
+  std::string message;
+  bool permanent = false;
+  bool cancelled = false;
+  // Close of the worker asked the handler to stop, and it gave up: the task
+  // goes back unstarted.
+  bool stopped = false;
+  // -1: none; else the retry delay the handler asked for.
+  int64_t delay_us = -1;
+  bool has_result = false;
+  std::string result;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, RemoteHello& x) {
+  return f(caf::meta::type_name("spool.RemoteHello"), x.secret, x.node,
+           x.types, x.concurrency);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, RemoteWelcome& x) {
+  return f(caf::meta::type_name("spool.RemoteWelcome"), x.session,
+           x.heartbeat_ms, x.lease_ms);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, RemoteLease& x) {
+  return f(caf::meta::type_name("spool.RemoteLease"), x.lease, x.task,
+           x.attempt, x.max_attempts, x.priority,
+           x.previous_attempt_interrupted, x.type, x.payload, x.group,
+           x.idempotency_key);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, RemoteOutcome& x) {
+  return f(caf::meta::type_name("spool.RemoteOutcome"), x.lease, x.task,
+           x.attempt, x.code, x.message, x.permanent, x.cancelled, x.stopped,
+           x.delay_us, x.has_result, x.result);
+}
+
+// Announces the remote messages' types to an actor system's config, on
+// both ends of a connection, under the names their inspect() gives.
+void RegisterRemoteTypes(caf::actor_system_config* config);
 
 // ---- Live queries ----
 

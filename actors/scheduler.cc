@@ -126,6 +126,9 @@ struct SchedulerState {
 
   std::vector<worker_actor> workers;
   std::vector<uint32_t> idle_workers;
+  // Slots of remote workers that went away (by index): they are never idle
+  // again. Empty unless remote workers come and go.
+  std::unordered_set<uint32_t> retired_workers;
   // Claimed attempts not finished: in the pool, or run by a worker.
   std::unordered_map<TaskId, Running> running;
   size_t claims_in_flight = 0;
@@ -774,7 +777,10 @@ void Start(Self self, DispatchConfig& config) {
 
 void OnOutcome(Self self, uint32_t worker, Outcome& outcome, bool idle) {
   auto& st = self->state;
-  if (idle) st.idle_workers.push_back(worker);
+  if (idle && (st.retired_workers.empty() ||
+               st.retired_workers.count(worker) == 0)) {
+    st.idle_workers.push_back(worker);
+  }
   st.ahead.Finished(std::chrono::steady_clock::now());
   auto it = st.running.find(outcome.id);
   if (it != st.running.end() && it->second.attempt == outcome.attempt) {
@@ -784,6 +790,36 @@ void OnOutcome(Self self, uint32_t worker, Outcome& outcome, bool idle) {
   }
   // Otherwise the attempt timed out and was settled, and its task may even
   // run again elsewhere; the worker's state is all that changed.
+  ScheduleDispatch(self);
+}
+
+// A remote worker's slots join the workers, idle.
+void AttachRemote(Self self, RemoteSlots& remote) {
+  auto& st = self->state;
+  auto first = static_cast<uint32_t>(st.workers.size());
+  for (worker_actor& slot : remote.slots) {
+    st.idle_workers.push_back(static_cast<uint32_t>(st.workers.size()));
+    st.workers.push_back(std::move(slot));
+  }
+  if (remote.attached) remote.attached(first);
+  ScheduleDispatch(self);
+}
+
+// A remote worker left: its slots take nothing more. Their attempts in
+// flight are settled by the gateway, as interrupted.
+void DetachRemote(Self self, const std::vector<uint32_t>& slots) {
+  auto& st = self->state;
+  for (uint32_t slot : slots) {
+    if (slot >= st.workers.size()) continue;
+    st.retired_workers.insert(slot);
+    st.workers[slot] = nullptr;
+  }
+  auto retired = [&st](uint32_t slot) {
+    return st.retired_workers.count(slot) != 0;
+  };
+  st.idle_workers.erase(std::remove_if(st.idle_workers.begin(),
+                                       st.idle_workers.end(), retired),
+                        st.idle_workers.end());
   ScheduleDispatch(self);
 }
 
@@ -948,6 +984,10 @@ scheduler_actor::behavior_type SchedulerBehavior(Self self,
         ForwardControl(self, command);
       },
       [self](dispatch_atom) { Dispatch(self); },
+      [self](attach_atom, RemoteSlots& remote) { AttachRemote(self, remote); },
+      [self](detach_atom, const std::vector<uint32_t>& slots) {
+        DetachRemote(self, slots);
+      },
   };
 }
 

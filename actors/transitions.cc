@@ -214,8 +214,15 @@ void ReturnUnstarted(storage::StateRecord* record, int64_t now_us) {
 
 void Settle(storage::StateRecord* record, const Outcome& outcome,
             int64_t now_us, double unit_random) {
+  // Whoever leased the attempt holds it no longer.
+  record->lease_node.clear();
+  record->lease_deadline_us = 0;
   if (!outcome.started || outcome.stopped) {
     ReturnUnstarted(record, now_us);
+    return;
+  }
+  if (outcome.interrupted) {
+    Interrupt(record, now_us, unit_random);
     return;
   }
   if (outcome.deferred_until_gate && !record->cancel_requested) {
@@ -266,6 +273,8 @@ void Settle(storage::StateRecord* record, const Outcome& outcome,
 void Interrupt(storage::StateRecord* record, int64_t now_us,
                double unit_random) {
   record->interrupted_attempts += 1;
+  record->lease_node.clear();
+  record->lease_deadline_us = 0;
   if (record->cancel_requested) {
     if (record->attempts == 0) record->attempts = 1;
     storage::RecordFailure(record, record->attempts, now_us, kInterruptedError);

@@ -561,6 +561,8 @@ struct WriterState {
         return FinishHandOff(command, std::move(record));
       case Kind::kReportProgress:
         return ReportProgress(command, record);
+      case Kind::kLease:
+        return RecordLease(command, std::move(record));
       default:
         return Status::InvalidArgument("unknown control command");
     }
@@ -683,6 +685,21 @@ struct WriterState {
   }
 
   // Parks a queued or waiting task; a held one stays held.
+  // Writes who leases a running attempt (a remote worker), unless the task
+  // is no longer in that attempt: a late lease record must not mark a
+  // newer attempt.
+  Result<ControlResult> RecordLease(const ControlCommand& command,
+                                    StateRecord record) {
+    if (record.status != TaskStatus::kRunning ||
+        record.attempts != command.lease_attempt) {
+      return ControlResult{};
+    }
+    record.lease_node = command.text;
+    record.lease_deadline_us = command.lease_deadline_us;
+    txn().Update(std::move(record));
+    return ControlResult{};
+  }
+
   Result<ControlResult> Hold(StateRecord record) {
     if (record.status == TaskStatus::kHeld) return ControlResult{};
     if (record.status != TaskStatus::kPending &&

@@ -474,6 +474,20 @@ const std::vector<KeySpec>& Registry() {
       IntegerKey<&Options::retention_batch_size, 1, 1'000'000>(
           "retention", "batch_size",
           "The most index entries one retention step examines."),
+      StringKey<&Options::remote_listen, /*kAllowEmpty=*/true>(
+          "remote", "listen",
+          "HOST:PORT of the worker gateway; \"\": off."),
+      StringKey<&Options::remote_secret_file, /*kAllowEmpty=*/true>(
+          "remote", "secret_file",
+          "The file of the secret remote workers must present."),
+      MillisecondsKey<&Options::remote_lease, 100, 3'600'000>(
+          "remote", "lease_ms",
+          "How long a remote worker's lease lasts without a heartbeat."),
+      MillisecondsKey<&Options::remote_heartbeat, 10, 600'000>(
+          "remote", "heartbeat_ms", "How often remote workers send heartbeats."),
+      IntegerKey<&Options::remote_claim_ahead, 0, 4096>(
+          "remote", "claim_ahead",
+          "Tasks leased to a remote worker beyond its concurrency."),
       EnumKey<&Options::log_level, LogLevelName, LogLevel::kTrace,
               LogLevel::kDebug, LogLevel::kInfo, LogLevel::kWarn,
               LogLevel::kError, LogLevel::kOff>(

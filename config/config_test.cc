@@ -174,7 +174,7 @@ TEST(ShippedConfigTest, DocumentsEveryKeyAndItsDefault) {
     EXPECT_THAT(line.comment, HasSubstr("Allowed: "))
         << "the comment above " << line.key << " must state what it allows";
   }
-  EXPECT_EQ(keys.size(), 33u);
+  EXPECT_EQ(keys.size(), 38u);
 }
 
 // A key added to the registry must also be documented in spool.toml.
@@ -182,7 +182,7 @@ TEST(ShippedConfigTest, SetsEveryKeyTheRegistryKnows) {
   std::set<std::string> documented = KeysIn(ReadText(ShippedConfigPath()));
   std::set<std::string> known = KeysIn(DescribeOptions(Options()));
   EXPECT_EQ(documented, known);
-  EXPECT_EQ(known.size(), 33u);
+  EXPECT_EQ(known.size(), 38u);
 }
 
 // ---------------------------------------------------------------------------
@@ -282,10 +282,12 @@ TEST(ParseOptionsTest, RejectsUnknownSectionWithSuggestion) {
 }
 
 TEST(ParseOptionsTest, RejectsUnknownSectionListingTheKnownOnes) {
-  EXPECT_THAT(ParseError("[database]\nx = 1\n"),
-              HasSubstr("database: unknown section; the sections are "
-                        "[storage], [runtime], [writer], [retention], [log] "
-                        "(line 1)"));
+  EXPECT_THAT(
+      ParseError("[database]\nx = 1\n"),
+      HasSubstr("database: unknown section; the sections are "
+                "[storage], [runtime], [writer], [retention], [remote], "
+                "[log] "
+                "(line 1)"));
 }
 
 TEST(ParseOptionsTest, RejectsUnknownKeyWithSuggestion) {
@@ -802,7 +804,7 @@ TEST(OverrideTest, EveryIntegerRangeAgreesWithValidate) {
     }
     ++checked;
   }
-  EXPECT_EQ(checked, 18);
+  EXPECT_EQ(checked, 21);
 }
 
 // ---------------------------------------------------------------------------

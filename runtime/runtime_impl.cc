@@ -209,6 +209,11 @@ void RuntimeImpl::StartActorSystem() {
   actor_config_ = std::make_unique<caf::actor_system_config>();
   actor_config_->set("scheduler.max-threads",
                      static_cast<size_t>(options_.scheduler_threads));
+  // The middleman (its own threads, a socket multiplexer) only when remote
+  // workers may connect: without [remote] nothing of it runs.
+  if (!options_.remote_listen.empty() && !read_only_) {
+    LoadMiddleman(actor_config_.get());
+  }
   actor_system_ = std::make_unique<caf::actor_system>(*actor_config_);
 }
 
@@ -248,6 +253,14 @@ Status RuntimeImpl::OpenInternal() {
   clock_listener_ = clock_->AddListener(
       [scheduler] { caf::anon_send(scheduler, actors::tick_atom::value); });
   periodic_ = options_.periodic;
+  if (!options_.remote_listen.empty()) {
+    Status gateway = StartGateway();
+    if (!gateway.ok()) {
+      // Open fails; the destructor closes what was opened.
+      opened_ = true;
+      return gateway;
+    }
+  }
   opened_ = true;
   return Status::OK();
 }
@@ -407,8 +420,11 @@ void RuntimeImpl::ResetStartLog() {
   // Every attempt in flight holds a slot until its outcome is durable: the
   // running ones, those claimed ahead or being claimed, and outcomes on
   // their way, with room to spare.
-  auto slots =
-      static_cast<uint32_t>(2 * (options_.workers + options_.claim_ahead) + 64);
+  // Remote workers' slots take start-log slots too: room for a few
+  // thousand when the gateway is on.
+  const int remote = options_.remote_listen.empty() ? 0 : 4096;
+  auto slots = static_cast<uint32_t>(
+      2 * (options_.workers + options_.claim_ahead + remote) + 64);
   Status s = start_log_->Reset(slots);
   if (!s.ok()) {
     Logger()->warn(
@@ -541,6 +557,9 @@ Status RuntimeImpl::Start() {
   dispatch.workers = workers_;
   run_state_ = spool::RunState::kRunning;
   caf::anon_send(scheduler_, actors::start_atom::value, std::move(dispatch));
+  // After the scheduler's start: remote slots are numbered after the local
+  // workers.
+  if (gateway_) caf::anon_send(gateway_, actors::start_atom::value);
   StartRetention();
   gates_->Start([this](const std::string& gate, bool open) {
     // Closed once the runtime closes; nothing to do then.
@@ -1046,6 +1065,7 @@ void RuntimeImpl::RunClose(Promise<void> promise) {
 
   StopRetention();
   gates_->Stop();
+  StopGateway();
   Status result;
   bool handlers_stuck = false;
   Promise<void> stopped;

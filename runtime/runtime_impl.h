@@ -24,6 +24,7 @@
 #include "runtime/test_hooks.h"
 #include "runtime/thread_executor.h"
 #include "storage/queries.h"
+#include "actors/gateway.h"
 #include "storage/start_log.h"
 #include "storage/task_store.h"
 #include "util/metrics.h"
@@ -34,6 +35,10 @@ class actor_system_config;
 }  // namespace caf
 
 namespace spool {
+
+// Loads CAF's middleman into `config` and announces the remote workers'
+// message types (runtime/remote_gateway.cc): only with [remote] listen.
+void LoadMiddleman(caf::actor_system_config* config);
 
 class WatchLink;
 
@@ -178,6 +183,11 @@ class RuntimeImpl final : public Runtime {
   void StartWriter();
   Result<actors::RecoveryResult> Recover();
   void StartScheduler(actors::RecoveryResult recovered);
+  // Open, with [remote] listen set: reads the secret, spawns the gateway
+  // and publishes it (runtime/remote_gateway.cc). Start lets it hand out
+  // leases; Close settles its leases and unpublishes it.
+  Status StartGateway();
+  void StopGateway();
   // Start: the retention actor, unless every retention age is 0.
   void StartRetention();
   // Close: no retention step after this returns.
@@ -291,6 +301,9 @@ class RuntimeImpl final : public Runtime {
   actors::scheduler_actor scheduler_;
   actors::reader_pool_actor readers_;
   std::vector<actors::worker_actor> workers_;
+  // Only with [remote] listen set: the gateway and the port it listens on.
+  actors::gateway_actor gateway_;
+  uint16_t gateway_port_ = 0;
   uint64_t clock_listener_ = 0;
   // Spawned by Start unless every retention age is 0 (keep forever).
   actors::retention_actor retention_;

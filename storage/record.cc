@@ -121,6 +121,7 @@ void EncodeState(const StateRecord& state,
   builder->Clear();
   auto last_error = OptionalString(builder, state.last_error);
   auto handoff_reference = OptionalString(builder, state.handoff_reference);
+  auto lease_node = OptionalString(builder, state.lease_node);
   auto type = builder->CreateString(state.type);
   auto stored_group = OptionalString(builder, state.stored_group);
   auto stored_dedup_key = OptionalString(builder, state.stored_dedup_key);
@@ -166,6 +167,8 @@ void EncodeState(const StateRecord& state,
   if (!result.IsNull()) table.add_result(result);
   table.add_unique_for_us(state.unique_for_us);
   table.add_interrupted_attempts(state.interrupted_attempts);
+  if (!lease_node.IsNull()) table.add_lease_node(lease_node);
+  table.add_lease_deadline_us(state.lease_deadline_us);
   builder->Finish(table.Finish(), kStateIdentifier);
 }
 
@@ -328,6 +331,8 @@ Status DecodeState(TaskId id, std::string_view bytes, StateRecord* state) {
   }
   state->unique_for_us = table->unique_for_us();
   state->interrupted_attempts = table->interrupted_attempts();
+  state->lease_node = AsString(table->lease_node());
+  state->lease_deadline_us = table->lease_deadline_us();
   // Failures not yet written belong to the record this one replaces.
   state->new_failures.clear();
   return Status::OK();
@@ -474,6 +479,8 @@ void FillTaskInfo(const TaskView& task, TaskInfo* info, bool with_payload) {
   info->timeout = Duration(state.timeout_us());
   info->cancel_requested = state.cancel_requested();
   info->handoff_reference = AsString(state.handoff_reference());
+  info->remote_node = AsString(state.lease_node());
+  info->lease_deadline = Timestamp(Duration(state.lease_deadline_us()));
   info->payload_version = spec.payload_version();
   info->snoozes = state.snoozes();
   info->interrupted_attempts = state.interrupted_attempts();

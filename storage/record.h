@@ -65,6 +65,10 @@ struct StateRecord {
   std::string last_error;
   bool cancel_requested = false;
   std::string handoff_reference;
+  // The remote worker leasing the running attempt, and the lease's first
+  // deadline (task_record.fbs); empty and 0 otherwise.
+  std::string lease_node;
+  int64_t lease_deadline_us = 0;
   // Failures recorded so far, ever (see FailureKey).
   uint32_t failures_total = 0;
   // The policy's max_attempts mirrors the field above.

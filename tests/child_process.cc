@@ -65,6 +65,11 @@ std::optional<std::string> ChildProcess::ReadLine(
   }
 }
 
+void ChildProcess::Signal(int signal) {
+  if (reaped_ || pid_ <= 0) return;
+  kill(pid_, signal);
+}
+
 void ChildProcess::Kill() {
   if (reaped_ || pid_ <= 0) return;
   kill(pid_, SIGKILL);

@@ -28,6 +28,9 @@ class ChildProcess {
   // Sends SIGKILL and reaps the child.
   void Kill();
 
+  // Sends `signal` (e.g. SIGSTOP, SIGCONT); does not reap.
+  void Signal(int signal);
+
   // Waits for the child to exit on its own; returns its wait status, or
   // nothing when `timeout` passed first.
   std::optional<int> Wait(std::chrono::milliseconds timeout);

@@ -225,6 +225,52 @@ namespace {
 
 // The [retention] settings: each age within [0, 3650 days], the interval
 // within [1 s, 1 day], the batch within [1, 1000000].
+// [remote]: the listen address, its secret, and lease timings that let a
+// heartbeat arrive before its lease runs out.
+Status ValidateRemote(const Options& o) {
+  auto bad = [](const std::string& why) {
+    return Status::InvalidArgument(why);
+  };
+  if (o.remote_lease < std::chrono::milliseconds(100) ||
+      o.remote_lease > std::chrono::hours(1)) {
+    return bad("remote.lease_ms must be in [100, 3600000], got " +
+               std::to_string(o.remote_lease.count()));
+  }
+  if (o.remote_heartbeat < std::chrono::milliseconds(10) ||
+      o.remote_heartbeat > std::chrono::minutes(10)) {
+    return bad("remote.heartbeat_ms must be in [10, 600000], got " +
+               std::to_string(o.remote_heartbeat.count()));
+  }
+  if (o.remote_claim_ahead < 0 || o.remote_claim_ahead > 4096) {
+    return bad("remote.claim_ahead must be in [0, 4096], got " +
+               std::to_string(o.remote_claim_ahead));
+  }
+  if (o.remote_listen.empty()) return Status::OK();
+  if (o.remote_heartbeat >= o.remote_lease) {
+    return bad("remote.heartbeat_ms (" +
+               std::to_string(o.remote_heartbeat.count()) +
+               ") must be below remote.lease_ms (" +
+               std::to_string(o.remote_lease.count()) +
+               "), or every lease runs out between two heartbeats");
+  }
+  size_t colon = o.remote_listen.rfind(':');
+  std::string port =
+      colon == std::string::npos ? "" : o.remote_listen.substr(colon + 1);
+  bool digits = !port.empty() && port.size() <= 5 &&
+                port.find_first_not_of("0123456789") == std::string::npos;
+  if (colon == 0 || !digits || std::stoi(port) > 65535) {
+    return bad("remote.listen must be \"HOST:PORT\" with a port in [0, "
+               "65535], got \"" +
+               o.remote_listen + "\"");
+  }
+  if (o.remote_secret_file.empty()) {
+    return bad("remote.secret_file must name the shared secret's file when "
+               "remote.listen is set: a gateway without one would hand tasks "
+               "to any peer");
+  }
+  return Status::OK();
+}
+
 Status ValidateRetention(const Options& o) {
   using std::chrono::hours;
   for (const auto& [name, age] :
@@ -291,7 +337,8 @@ Status Options::Validate() const {
     return bad("runtime.readers must be in [1, 256], got " +
                std::to_string(readers));
   }
-  if (workers < 1 || workers > 4096) {
+  // 0 local workers: a queue node whose tasks all run on remote workers.
+  if (workers < (remote_listen.empty() ? 1 : 0) || workers > 4096) {
     return bad("runtime.workers must be in [1, 4096], got " +
                std::to_string(workers));
   }
@@ -341,6 +388,7 @@ Status Options::Validate() const {
         "got " +
         std::to_string(gate_recheck_interval.count()));
   }
+  if (Status s = ValidateRemote(*this); !s.ok()) return s;
   if (Status s = ValidateRetention(*this); !s.ok()) return s;
   if (static_cast<int>(log_level) > static_cast<int>(LogLevel::kOff)) {
     return bad("log.level is out of range");

@@ -18,7 +18,9 @@ find_package(Threads QUIET)
 
 find_path(CAF_INCLUDE_DIR caf/all.hpp)
 find_library(CAF_CORE_LIBRARY NAMES caf_core)
-mark_as_advanced(CAF_INCLUDE_DIR CAF_CORE_LIBRARY)
+# libcaf_io: the middleman (publish, remote_actor) of remote workers.
+find_library(CAF_IO_LIBRARY NAMES caf_io)
+mark_as_advanced(CAF_INCLUDE_DIR CAF_CORE_LIBRARY CAF_IO_LIBRARY)
 
 # caf/config.hpp: #define CAF_VERSION 1706 for 0.17.6.
 set(CAF_VERSION "")
@@ -43,7 +45,7 @@ if(CAF_VERSION AND (CAF_VERSION VERSION_LESS 0.17 OR
   set(_caf_series_ok FALSE)
 endif()
 find_package_handle_standard_args(CAF
-  REQUIRED_VARS CAF_CORE_LIBRARY CAF_INCLUDE_DIR _caf_series_ok
+  REQUIRED_VARS CAF_CORE_LIBRARY CAF_IO_LIBRARY CAF_INCLUDE_DIR _caf_series_ok
   VERSION_VAR CAF_VERSION
   REASON_FAILURE_MESSAGE
     "spool needs CAF 0.17.x (found '${CAF_VERSION}'): apt-get install libcaf-dev")
@@ -55,4 +57,11 @@ if(CAF_FOUND AND NOT TARGET CAF::core)
     IMPORTED_LOCATION "${CAF_CORE_LIBRARY}"
     INTERFACE_INCLUDE_DIRECTORIES "${CAF_INCLUDE_DIR}"
     INTERFACE_LINK_LIBRARIES Threads::Threads)
+endif()
+if(CAF_FOUND AND NOT TARGET CAF::io)
+  add_library(CAF::io UNKNOWN IMPORTED)
+  set_target_properties(CAF::io PROPERTIES
+    IMPORTED_LOCATION "${CAF_IO_LIBRARY}"
+    INTERFACE_INCLUDE_DIRECTORIES "${CAF_INCLUDE_DIR}"
+    INTERFACE_LINK_LIBRARIES CAF::core)
 endif()

@@ -227,7 +227,8 @@ struct Options {
 
   // Worker actors running handlers, each on its own thread. This is the
   // global concurrency limit: at most this many handlers run at once.
-  // Default: 4.
+  // 0 (only in code, and only with remote_listen set): no local worker, a
+  // queue node whose tasks all run on remote workers. Default: 4.
   int workers = 4;
 
   // The most tasks kept claimed ahead of the workers: stored as running
@@ -323,6 +324,30 @@ struct Options {
   // Their tasks stay `running` and are recovered at the next open.
   // Default: 30 s.
   std::chrono::milliseconds close_timeout = std::chrono::seconds(30);
+
+  // ---- Remote workers (config section [remote], docs/scale-out.md) ----
+
+  // "HOST:PORT" where the worker gateway listens for spool-worker
+  // processes (spool::RemoteWorker); "" keeps it off and the runtime
+  // takes no network work at all. Loopback ("127.0.0.1:7470") unless the
+  // network between the hosts is trusted: traffic is not encrypted.
+  // Default: "" (off).
+  std::string remote_listen;
+  // A file holding the shared secret every remote worker must present
+  // before it is handed a task. Required when remote_listen is set; like
+  // spoold's bearer token file it must not be readable by group or others.
+  // Default: "".
+  std::string remote_secret_file;
+  // How long a remote worker's lease on a task lasts without a heartbeat;
+  // past it the attempt counts as interrupted and the task runs elsewhere.
+  // Default: 10 s.
+  std::chrono::milliseconds remote_lease = std::chrono::seconds(10);
+  // How often remote workers send heartbeats; below remote_lease.
+  // Default: 1 s.
+  std::chrono::milliseconds remote_heartbeat = std::chrono::seconds(1);
+  // The most tasks leased to one remote worker beyond its declared
+  // concurrency, so that it never waits for a round trip. Default: 16.
+  int remote_claim_ahead = 16;
 
   // ---- Retention (config section [retention]) ----
   //

@@ -248,6 +248,12 @@ struct TaskInfo {
   bool cancel_requested = false;
   // Set while the task is handed off (see TaskContext::HandOff).
   std::string handoff_reference;
+  // While a remote worker runs it (docs/scale-out.md): the worker's node
+  // name and the lease's first deadline, as recorded when it was leased
+  // (heartbeats extend the lease in memory only). Empty and the epoch
+  // otherwise.
+  std::string remote_node;
+  Timestamp lease_deadline{};
   uint32_t payload_version = 0;
   // Times its handler snoozed it (TaskContext::Snooze) since it was
   // enqueued or last retried by hand.

@@ -1,0 +1,419 @@
+#include "actors/gateway.h"
+
+#include <algorithm>
+#include <atomic>
+#include <map>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include <caf/all.hpp>
+#include <spdlog/spdlog.h>
+
+#include "storage/queries.h"
+#include "storage/record.h"
+#include "storage/task_record_generated.h"
+#include "util/logging.h"
+#include "util/thread_name.h"
+
+namespace spool::actors {
+
+namespace {
+
+using SteadyTime = std::chrono::steady_clock::time_point;
+
+// One connected remote worker.
+struct Session {
+  std::string node;
+  caf::actor peer;
+  std::unordered_set<std::string> types;
+  // The index of its first scheduler slot, once attached (UINT32_MAX
+  // before); its slots are [first, first + slots).
+  std::shared_ptr<std::atomic<uint32_t>> first;
+  uint32_t slots = 0;
+  SteadyTime lease_deadline;
+};
+
+// One attempt handed to a remote worker.
+struct Lease {
+  uint64_t session = 0;
+  uint32_t slot = 0;
+  ClaimedTask task;
+  bool revoked = false;
+};
+
+struct GatewayState {
+  static inline const char* name = "spool.gateway";
+  GatewayConfig config;
+  std::shared_ptr<spdlog::logger> log;
+  std::map<uint64_t, Session> sessions;
+  std::unordered_map<caf::actor_addr, uint64_t> session_of_peer;
+  std::unordered_map<uint64_t, Lease> leases;
+  uint64_t next_session = 1;
+  uint64_t next_lease = 1;
+  // The spec as read; reused from lease to lease.
+  std::string spec;
+  bool started = false;
+  bool stopping = false;
+};
+
+using Self = gateway_actor::stateful_pointer<GatewayState>;
+
+Status StatusOf(uint8_t code, const std::string& message) {
+  using Code = Status::Code;
+  switch (static_cast<Code>(code)) {
+    case Code::kOk:
+      return Status::OK();
+    case Code::kNotFound:
+      return Status::NotFound(message);
+    case Code::kCorruption:
+      return Status::Corruption(message);
+    case Code::kInvalidArgument:
+      return Status::InvalidArgument(message);
+    case Code::kIOError:
+      return Status::IOError(message);
+    case Code::kBusy:
+      return Status::Busy(message);
+    case Code::kClosed:
+      return Status::Closed(message);
+    case Code::kFailedPrecondition:
+      return Status::FailedPrecondition(message);
+    case Code::kTimedOut:
+      return Status::TimedOut(message);
+    case Code::kNotSupported:
+      return Status::NotSupported(message);
+    case Code::kCancelled:
+      return Status::Cancelled(message);
+    default:
+      return Status::Aborted(message);
+  }
+}
+
+std::string PeerName(Self self) {
+  return caf::to_string(self->current_sender());
+}
+
+void SendOutcome(Self self, uint32_t slot, Outcome outcome, bool idle) {
+  self->send(self->state.config.scheduler, outcome_atom::value, slot,
+             std::move(outcome), idle);
+}
+
+// The session is gone: its attempts are settled as a crash's would be, its
+// slots detached, and the worker told (if it still listens) to start over.
+void Lose(Self self, uint64_t id, const std::string& why) {
+  auto& st = self->state;
+  auto it = st.sessions.find(id);
+  if (it == st.sessions.end()) return;
+  Session session = std::move(it->second);
+  st.sessions.erase(it);
+  st.session_of_peer.erase(session.peer.address());
+  size_t lost = 0;
+  for (auto lease = st.leases.begin(); lease != st.leases.end();) {
+    if (lease->second.session != id) {
+      ++lease;
+      continue;
+    }
+    Outcome outcome;
+    outcome.id = lease->second.task.id;
+    outcome.attempt = lease->second.task.attempt;
+    outcome.status = Status::Aborted(kInterruptedAttemptError);
+    outcome.interrupted = true;
+    SendOutcome(self, lease->second.slot, std::move(outcome), false);
+    lease = st.leases.erase(lease);
+    ++lost;
+  }
+  st.log->warn(
+      "remote worker '{}' (session {}) lost: {}; {} attempt(s) it held "
+      "count as interrupted and run again",
+      session.node, id, why, lost);
+  uint32_t first = session.first->load();
+  if (first != UINT32_MAX) {
+    std::vector<uint32_t> slots;
+    for (uint32_t i = 0; i < session.slots; ++i) slots.push_back(first + i);
+    self->send(st.config.scheduler, detach_atom::value, std::move(slots));
+  }
+  self->demonitor(session.peer);
+  caf::anon_send(session.peer, revoke_atom::value, id, uint64_t{0});
+}
+
+// Forwards a slot's `run` to the gateway. Runs on CAF's shared threads:
+// it only passes the message on.
+worker_actor::behavior_type SlotBehavior(
+    worker_actor::pointer, gateway_actor gateway, uint64_t session,
+    std::shared_ptr<std::atomic<uint32_t>> first, uint32_t offset) {
+  return {
+      [gateway, session, first, offset](run_atom, ClaimedTask& task) {
+        caf::anon_send(gateway, lease_atom::value, session,
+                       first->load() + offset, std::move(task));
+      },
+  };
+}
+
+caf::result<RemoteWelcome> OnHello(Self self, RemoteHello& hello) {
+  auto& st = self->state;
+  // The secret first: nothing about the peer is trusted before it matches.
+  if (!SecretsMatch(hello.secret, st.config.secret)) {
+    st.log->warn("remote worker '{}' from {} refused: wrong or missing secret",
+                 hello.node, PeerName(self));
+    return caf::make_error(caf::sec::invalid_argument,
+                           "refused: the secret does not match");
+  }
+  if (st.stopping || !st.started) {
+    return caf::make_error(caf::sec::invalid_argument,
+                           st.stopping
+                               ? "refused for now: the runtime is closing"
+                               : "refused for now: not started yet");
+  }
+  if (hello.concurrency < 1 || hello.concurrency > 4096 ||
+      hello.types.empty()) {
+    st.log->warn(
+        "remote worker '{}' refused: concurrency {} (1 to 4096) and "
+        "at least one type are required",
+        hello.node, hello.concurrency);
+    return caf::make_error(caf::sec::invalid_argument,
+                           "refused: concurrency must be in [1, 4096] and "
+                           "types not empty");
+  }
+  uint64_t id = st.next_session++;
+  Session session;
+  session.node = hello.node;
+  session.peer = caf::actor_cast<caf::actor>(self->current_sender());
+  session.types.insert(hello.types.begin(), hello.types.end());
+  session.first = std::make_shared<std::atomic<uint32_t>>(UINT32_MAX);
+  session.slots = hello.concurrency + st.config.claim_ahead;
+  session.lease_deadline = std::chrono::steady_clock::now() + st.config.lease;
+  self->monitor(session.peer);
+  RemoteSlots slots;
+  gateway_actor gateway = self;
+  for (uint32_t i = 0; i < session.slots; ++i) {
+    slots.slots.push_back(
+        self->system().spawn(SlotBehavior, gateway, id, session.first, i));
+  }
+  auto first = session.first;
+  slots.attached = [first](uint32_t index) { first->store(index); };
+  self->send(st.config.scheduler, attach_atom::value, std::move(slots));
+  st.session_of_peer[session.peer.address()] = id;
+  st.log->info("remote worker '{}' (session {}) connected: {} slot(s)",
+               session.node, id, session.slots);
+  st.sessions.emplace(id, std::move(session));
+  return RemoteWelcome{id, st.config.heartbeat.count(),
+                       st.config.lease.count()};
+}
+
+// Writes the lease into the task's state: who runs the attempt, until
+// when (durable with the next commit; heartbeats extend it in memory only).
+void RecordLease(Self self, const ClaimedTask& task, const std::string& node) {
+  auto& st = self->state;
+  if (!st.config.writer) return;
+  ControlCommand command;
+  command.kind = ControlCommand::Kind::kLease;
+  command.id = task.id;
+  command.text = node;
+  command.lease_attempt = task.attempt;
+  auto lease_us =
+      std::chrono::duration_cast<std::chrono::microseconds>(st.config.lease);
+  command.lease_deadline_us =
+      st.config.clock->Now().time_since_epoch().count() + lease_us.count();
+  auto log = st.log;
+  TaskId id = task.id;
+  command.done = [log, id](const Result<ControlResult>& result) {
+    if (!result.ok()) {
+      log->warn("recording the lease of task {} failed: {}", id,
+                result.status().ToString());
+    }
+  };
+  self->send(st.config.writer, control_atom::value, std::move(command));
+}
+
+// A claimed task for slot `slot` of `session`: read its spec and lease it.
+void OnLease(Self self, uint64_t session_id, uint32_t slot, ClaimedTask& task) {
+  auto& st = self->state;
+  auto session = st.sessions.find(session_id);
+  Outcome outcome;
+  outcome.id = task.id;
+  outcome.attempt = task.attempt;
+  if (session == st.sessions.end() ||
+      session->second.types.count(task.type) == 0) {
+    // Gone meanwhile, or not a type it serves: back unstarted.
+    outcome.started = false;
+    SendOutcome(self, slot, std::move(outcome), session != st.sessions.end());
+    return;
+  }
+  const storage::fb::TaskSpec* spec = nullptr;
+  Status s = st.config.store->GetSpec(task.id, &st.spec);
+  if (s.ok()) s = storage::VerifySpec(task.id, st.spec, &spec);
+  if (!s.ok()) {
+    outcome.started = false;
+    outcome.unreadable = true;
+    outcome.status = s.WithContext("reading the task to lease it");
+    SendOutcome(self, slot, std::move(outcome), true);
+    return;
+  }
+  if (st.config.start_log != nullptr &&
+      task.start_slot != storage::StartLog::kNoSlot) {
+    st.config.start_log->Record(task.start_slot, task.id, task.attempt);
+  }
+  if (task.control) {
+    task.control->MarkStarted(
+        st.config.clock->Now().time_since_epoch().count());
+  }
+  auto text = [](const flatbuffers::String* v) {
+    return v == nullptr ? std::string() : v->str();
+  };
+  RemoteLease lease;
+  lease.lease = st.next_lease++;
+  lease.task = task.id;
+  lease.attempt = task.attempt;
+  lease.max_attempts = task.max_attempts;
+  lease.priority = task.priority;
+  lease.previous_attempt_interrupted = task.previous_attempt_interrupted;
+  lease.type = task.type;
+  if (spec->payload() != nullptr) {
+    lease.payload.assign(reinterpret_cast<const char*>(spec->payload()->data()),
+                         spec->payload()->size());
+  }
+  lease.group = text(spec->group());
+  lease.idempotency_key = text(spec->idempotency_key());
+  RecordLease(self, task, session->second.node);
+  caf::actor peer = session->second.peer;
+  st.leases.emplace(lease.lease, Lease{session_id, slot, std::move(task)});
+  caf::anon_send(peer, lease_atom::value, session_id, std::move(lease));
+}
+
+void OnOutcome(Self self, uint64_t session_id, RemoteOutcome& remote) {
+  auto& st = self->state;
+  auto session = st.sessions.find(session_id);
+  auto lease = st.leases.find(remote.lease);
+  if (session == st.sessions.end() || lease == st.leases.end() ||
+      lease->second.session != session_id ||
+      lease->second.task.id != remote.task ||
+      lease->second.task.attempt != remote.attempt) {
+    st.log->warn(
+        "refused the outcome of task {} attempt {} (lease {}, session {}): "
+        "that lease was given away, the attempt's task runs elsewhere",
+        remote.task, remote.attempt, remote.lease, session_id);
+    return;
+  }
+  session->second.lease_deadline =
+      std::chrono::steady_clock::now() + st.config.lease;
+  Outcome outcome;
+  outcome.id = remote.task;
+  outcome.attempt = remote.attempt;
+  outcome.status = StatusOf(remote.code, remote.message);
+  outcome.permanent = remote.permanent;
+  outcome.cancelled = remote.cancelled;
+  outcome.stopped = remote.stopped;
+  if (remote.delay_us >= 0) outcome.delay_us = remote.delay_us;
+  if (remote.has_result) outcome.result = std::move(remote.result);
+  uint32_t slot = lease->second.slot;
+  st.leases.erase(lease);
+  SendOutcome(self, slot, std::move(outcome), true);
+}
+
+// Expires sessions past their lease, and passes cancels (Runtime::Cancel,
+// a timeout) on to the workers running those attempts.
+void OnTick(Self self) {
+  auto& st = self->state;
+  auto now = std::chrono::steady_clock::now();
+  std::vector<uint64_t> expired;
+  for (auto& [id, session] : st.sessions) {
+    if (session.lease_deadline <= now) expired.push_back(id);
+  }
+  for (uint64_t id : expired) {
+    Lose(self, id,
+         "no heartbeat within " + std::to_string(st.config.lease.count()) +
+             " ms (remote.lease_ms)");
+  }
+  for (auto& [id, lease] : st.leases) {
+    if (lease.revoked || !lease.task.control ||
+        !lease.task.control->cancelled()) {
+      continue;
+    }
+    lease.revoked = true;
+    auto session = st.sessions.find(lease.session);
+    if (session != st.sessions.end()) {
+      caf::anon_send(session->second.peer, revoke_atom::value, lease.session,
+                     id);
+    }
+  }
+  if (!st.stopping) {
+    // Fine enough that a lease expires at most 50 ms late (the goal is
+    // re-dispatch within lease + 100 ms), and cheap: one pass over the
+    // sessions and leases.
+    auto period = std::min({st.config.heartbeat, st.config.lease / 10,
+                            std::chrono::milliseconds(50)});
+    self->delayed_send(self, std::max(period, std::chrono::milliseconds(5)),
+                       tick_atom::value);
+  }
+}
+
+gateway_actor::behavior_type GatewayBehavior(Self self, GatewayConfig config) {
+  NameThisThread("spool-gateway");
+  storage::DisablePerfCountersOnThisThread();
+  self->state.config = std::move(config);
+  self->state.log = Logger();
+  self->set_down_handler([self](caf::down_msg& down) {
+    auto& st = self->state;
+    auto it = st.session_of_peer.find(down.source);
+    if (it == st.session_of_peer.end()) return;
+    Lose(self, it->second, "its connection went down");
+  });
+  self->send(self, tick_atom::value);
+  return {
+      [self](hello_atom, RemoteHello& hello) { return OnHello(self, hello); },
+      [self](heartbeat_atom, uint64_t session_id) {
+        auto& st = self->state;
+        auto it = st.sessions.find(session_id);
+        if (it == st.sessions.end()) {
+          // Dropped (e.g. it stalled past its lease): it must say hello
+          // again, and its leases are gone.
+          caf::anon_send(caf::actor_cast<caf::actor>(self->current_sender()),
+                         revoke_atom::value, session_id, uint64_t{0});
+          return;
+        }
+        it->second.lease_deadline =
+            std::chrono::steady_clock::now() + st.config.lease;
+      },
+      [self](outcome_atom, uint64_t session_id, RemoteOutcome& outcome) {
+        OnOutcome(self, session_id, outcome);
+      },
+      [self](lease_atom, uint64_t session_id, uint32_t slot,
+             ClaimedTask& task) { OnLease(self, session_id, slot, task); },
+      [self](tick_atom) { OnTick(self); },
+      [self](start_atom) { self->state.started = true; },
+      [self](stop_atom) {
+        auto& st = self->state;
+        st.stopping = true;
+        std::vector<uint64_t> ids;
+        for (auto& [id, session] : st.sessions) ids.push_back(id);
+        for (uint64_t id : ids) Lose(self, id, "the runtime is closing");
+        self->quit();
+      },
+  };
+}
+
+}  // namespace
+
+bool SecretsMatch(const std::string& a, const std::string& b) {
+  size_t n = std::max(a.size(), b.size());
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  for (size_t i = 0; i < n; ++i) {
+    unsigned char x = i < a.size() ? static_cast<unsigned char>(a[i]) : 0;
+    unsigned char y = i < b.size() ? static_cast<unsigned char>(b[i]) : 0;
+    diff |= static_cast<unsigned char>(x ^ y);
+  }
+  return diff == 0 && !b.empty();
+}
+
+void RegisterRemoteTypes(caf::actor_system_config* config) {
+  config->add_message_type<RemoteHello>("spool.RemoteHello");
+  config->add_message_type<RemoteWelcome>("spool.RemoteWelcome");
+  config->add_message_type<RemoteLease>("spool.RemoteLease");
+  config->add_message_type<RemoteOutcome>("spool.RemoteOutcome");
+}
+
+gateway_actor SpawnGateway(caf::actor_system& system, GatewayConfig config) {
+  return system.spawn<caf::detached>(GatewayBehavior, std::move(config));
+}
+
+}  // namespace spool::actors

@@ -1,0 +1,170 @@
+// spool-worker: runs tasks for a spool runtime on another machine
+// (docs/scale-out.md), through spool::RemoteWorker.
+//
+//   spool-worker --connect HOST:PORT --secret-file F [--types noop,sleep]
+//                [--concurrency N] [--node NAME] [--log FILE]
+//
+// Serves the built-in `noop` (succeeds at once) and `sleep` (the payload:
+// milliseconds, as text) handlers. --log appends "TASK ATTEMPT" for every
+// attempt started, for tests. Runs until SIGINT or SIGTERM.
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <iostream>
+#include <signal.h>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+#include <spool/remote_worker.h>
+
+namespace {
+
+std::atomic<bool> g_stop{false};
+
+void OnSignal(int) { g_stop.store(true); }
+
+struct Args {
+  spool::RemoteWorkerOptions options;
+  std::vector<std::string> types{"noop", "sleep"};
+  std::string log;
+};
+
+int Usage(const std::string& why) {
+  std::cerr << "spool-worker: " << why
+            << "\nusage: spool-worker --connect HOST:PORT --secret-file F "
+               "[--types noop,sleep] [--concurrency N] [--node NAME] "
+               "[--log FILE]\n";
+  return 2;
+}
+
+std::vector<std::string> Split(const std::string& text) {
+  std::vector<std::string> parts;
+  std::stringstream in(text);
+  std::string part;
+  while (std::getline(in, part, ',')) {
+    if (!part.empty()) parts.push_back(part);
+  }
+  return parts;
+}
+
+// Parses argv into *args; returns the error, or "" when it parsed.
+std::string Parse(int argc, char** argv, Args* args) {
+  for (int i = 1; i < argc; ++i) {
+    std::string flag = argv[i];
+    if (i + 1 >= argc) return flag + " needs a value";
+    std::string value = argv[++i];
+    if (flag == "--connect") {
+      args->options.connect = value;
+    } else if (flag == "--secret-file") {
+      args->options.secret_file = value;
+    } else if (flag == "--types") {
+      args->types = Split(value);
+    } else if (flag == "--concurrency") {
+      char* end = nullptr;
+      long n = std::strtol(value.c_str(), &end, 10);
+      if (*end != '\0' || n < 1 || n > 4096) {
+        return "--concurrency must be an integer in [1, 4096], got " + value;
+      }
+      args->options.concurrency = static_cast<uint32_t>(n);
+    } else if (flag == "--node") {
+      args->options.node = value;
+    } else if (flag == "--log") {
+      args->log = value;
+    } else {
+      return "unknown flag " + flag;
+    }
+  }
+  if (args->options.connect.empty()) return "--connect is required";
+  if (args->types.empty()) return "--types names no type";
+  return "";
+}
+
+// Appends "TASK ATTEMPT\n" in one write, so that lines of several
+// processes do not interleave.
+void LogStart(int fd, const spool::TaskContext& task) {
+  if (fd < 0) return;
+  std::string line =
+      std::to_string(task.id()) + " " + std::to_string(task.attempt()) + "\n";
+  ssize_t n = ::write(fd, line.data(), line.size());
+  (void)n;
+}
+
+spool::Status Sleep(spool::TaskContext& task) {
+  std::string text(task.payload());
+  char* end = nullptr;
+  long long ms = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || ms < 0) {
+    return spool::Status::InvalidArgument(
+        "sleep: the payload must be the milliseconds to sleep, e.g. 250");
+  }
+  if (task.WaitForCancelOrStop(std::chrono::milliseconds(ms))) {
+    if (task.stopping() && !task.cancelled()) {
+      return spool::Status::Aborted("sleep: the worker is stopping");
+    }
+    return spool::Status::Cancelled("sleep: cancelled");
+  }
+  return spool::Status::OK();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args args;
+  std::string error = Parse(argc, argv, &args);
+  if (!error.empty()) return Usage(error);
+  int log_fd = -1;
+  if (!args.log.empty()) {
+    log_fd = ::open(args.log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (log_fd < 0) return Usage(args.log + ": " + std::strerror(errno));
+  }
+  std::unique_ptr<spool::RemoteWorker> worker;
+  spool::Status s = spool::RemoteWorker::Create(args.options, &worker);
+  if (!s.ok()) return Usage(s.ToString());
+  for (const std::string& type : args.types) {
+    spool::Handler handler;
+    if (type == "noop") {
+      handler = [log_fd](spool::TaskContext& task) {
+        LogStart(log_fd, task);
+        return spool::Status::OK();
+      };
+    } else if (type == "sleep") {
+      handler = [log_fd](spool::TaskContext& task) {
+        LogStart(log_fd, task);
+        return Sleep(task);
+      };
+    } else {
+      return Usage("no built-in handler " + type +
+                   " (spool-worker serves noop and sleep)");
+    }
+    s = worker->RegisterHandler(type, std::move(handler));
+    if (!s.ok()) return Usage(s.ToString());
+  }
+  ::signal(SIGINT, OnSignal);
+  ::signal(SIGTERM, OnSignal);
+  s = worker->Connect();
+  if (s.IsInvalidArgument()) {
+    std::cerr << "spool-worker: " << s.ToString() << std::endl;
+    // Refused: nothing runs and nothing is owed, so exit at once rather
+    // than through Close (which once hung here under load; see the report
+    // of issue 12).
+    std::_Exit(3);
+  }
+  if (!s.ok()) std::cerr << "spool-worker: " << s.ToString() << "\n";
+  std::cout << "spool-worker: connected to " << args.options.connect
+            << std::endl;
+  while (!g_stop.load()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  s = worker->Close();
+  std::cout << "spool-worker: finished=" << worker->finished()
+            << " reconnects=" << worker->reconnects() << std::endl;
+  if (log_fd >= 0) ::close(log_fd);
+  return s.ok() ? 0 : 1;
+}

@@ -1,0 +1,67 @@
+// RuntimeImpl's part in remote workers: the gateway's life
+// (actors/gateway.h, docs/scale-out.md).
+
+#include <caf/all.hpp>
+#include <caf/io/all.hpp>
+#include <spdlog/spdlog.h>
+
+#include "runtime/runtime_impl.h"
+#include "util/logging.h"
+#include "util/secret_file.h"
+
+namespace spool {
+
+void LoadMiddleman(caf::actor_system_config* config) {
+  config->load<caf::io::middleman>();
+  actors::RegisterRemoteTypes(config);
+}
+
+Status RuntimeImpl::StartGateway() {
+  std::string secret;
+  Status s = LoadSecretFile("remote.secret_file", options_.remote_secret_file,
+                            &secret);
+  if (!s.ok()) return s;
+  // Validate() checked the form "HOST:PORT".
+  const std::string& listen = options_.remote_listen;
+  size_t colon = listen.rfind(':');
+  std::string host = listen.substr(0, colon);
+  auto port = static_cast<uint16_t>(std::stoi(listen.substr(colon + 1)));
+  actors::GatewayConfig config;
+  config.scheduler = scheduler_;
+  config.writer = writer_;
+  config.store = store_.get();
+  config.start_log = start_log_.get();
+  config.clock = clock_;
+  config.secret = std::move(secret);
+  config.lease = options_.remote_lease;
+  config.heartbeat = options_.remote_heartbeat;
+  config.claim_ahead = static_cast<uint32_t>(options_.remote_claim_ahead);
+  gateway_ = actors::SpawnGateway(*actor_system_, std::move(config));
+  auto published = actor_system_->middleman().publish(
+      gateway_, port, host.empty() ? nullptr : host.c_str(),
+      /*reuse_addr=*/true);
+  if (!published) {
+    caf::anon_send_exit(gateway_, caf::exit_reason::user_shutdown);
+    gateway_ = nullptr;
+    return Status::IOError(
+        "remote.listen \"" + listen +
+        "\": cannot listen there: " + actor_system_->render(published.error()));
+  }
+  gateway_port_ = *published;
+  Logger()->info("remote workers' gateway listens on {}:{}", host,
+                 gateway_port_);
+  return Status::OK();
+}
+
+void RuntimeImpl::StopGateway() {
+  if (!gateway_) return;
+  // Its leases are settled as interrupted before the scheduler is asked to
+  // stop, so that the stop does not wait for remote handlers.
+  static_cast<void>(
+      actor_system_->middleman().unpublish(gateway_, gateway_port_));
+  // It quits once it has settled them.
+  caf::anon_send(gateway_, actors::stop_atom::value);
+  gateway_ = nullptr;
+}
+
+}  // namespace spool

@@ -1,0 +1,419 @@
+// spool::RemoteWorker (include/spool/remote_worker.h): a CAF actor system
+// of its own with the middleman, one "node" actor that talks to the
+// gateway, and a thread per unit of concurrency running handlers.
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <unistd.h>
+#include <unordered_map>
+#include <vector>
+
+#include <spool/remote_worker.h>
+
+#include <caf/all.hpp>
+#include <caf/io/all.hpp>
+#include <spdlog/spdlog.h>
+
+#include "actors/actors.h"
+#include "actors/attempt_control.h"
+#include "actors/handler_registry.h"
+#include "runtime/runtime_impl.h"
+#include "util/logging.h"
+#include "util/secret_file.h"
+
+namespace spool {
+namespace {
+
+using connect_atom = caf::atom_constant<caf::atom("connect")>;
+using actors::gateway_actor;
+using actors::RemoteLease;
+using actors::RemoteOutcome;
+
+// A lease waiting for a thread, or running on one.
+struct Work {
+  uint64_t session = 0;
+  RemoteLease lease;
+  std::shared_ptr<internal::AttemptControl> control;
+};
+
+class RemoteWorkerImpl;
+
+// What the node actor shares with the worker object.
+struct NodeState {
+  RemoteWorkerImpl* worker = nullptr;
+  gateway_actor gateway;
+  uint64_t session = 0;
+  std::chrono::milliseconds backoff{0};
+  bool refused = false;
+};
+
+class RemoteWorkerImpl final : public RemoteWorker {
+ public:
+  RemoteWorkerImpl(RemoteWorkerOptions options, std::string secret)
+      : options_(std::move(options)), secret_(std::move(secret)) {
+    if (options_.node.empty()) {
+      char host[256] = {0};
+      ::gethostname(host, sizeof host - 1);
+      options_.node = std::string(host) + ":" + std::to_string(::getpid());
+    }
+  }
+  ~RemoteWorkerImpl() override {
+    static_cast<void>(Close(std::chrono::seconds(10)));
+  }
+
+  Status RegisterHandler(const std::string& type, Handler handler,
+                         HandlerOptions options) override {
+    if (type.empty()) return Status::InvalidArgument("type must not be empty");
+    if (!handler) return Status::InvalidArgument("handler must not be null");
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (connected_once_) {
+      return Status::FailedPrecondition(
+          "RegisterHandler after Connect: the gateway was told the types");
+    }
+    handlers_[type] =
+        actors::RegisteredHandler{std::move(handler), std::move(options)};
+    return Status::OK();
+  }
+
+  Status Connect() override;
+  Status Close(std::chrono::milliseconds timeout) override;
+  uint64_t finished() const override { return finished_.load(); }
+  uint64_t reconnects() const override { return reconnects_.load(); }
+
+  // Called by the node actor.
+  actors::RemoteHello Hello() const {
+    actors::RemoteHello hello;
+    hello.secret = secret_;
+    hello.node = options_.node;
+    for (const auto& [type, entry] : handlers_) hello.types.push_back(type);
+    hello.concurrency = options_.concurrency;
+    return hello;
+  }
+  const RemoteWorkerOptions& options() const { return options_; }
+  void Answered(const Status& status) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!first_answer_) first_answer_ = status;
+    cv_.notify_all();
+  }
+  void Enqueue(uint64_t session, RemoteLease lease) {
+    Work work;
+    work.session = session;
+    work.control = std::make_shared<internal::AttemptControl>(
+        lease.task, std::shared_ptr<ProgressBoard>());
+    work.lease = std::move(lease);
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (closing_) return;
+    queue_.push_back(std::move(work));
+    cv_.notify_one();
+  }
+  // The session is gone: its running attempts are asked to stop, its
+  // queued ones dropped (the runtime settles them).
+  void CancelSession(uint64_t session) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto& [lease, work] : running_) {
+      if (work.session == session) work.control->Cancel();
+    }
+    std::deque<Work> kept;
+    for (Work& work : queue_) {
+      if (work.session != session) kept.push_back(std::move(work));
+    }
+    queue_.swap(kept);
+  }
+  void CancelLease(uint64_t lease) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = running_.find(lease);
+    if (it != running_.end()) it->second.control->Cancel();
+  }
+  void CountReconnect() { reconnects_.fetch_add(1); }
+
+ private:
+  void RunThread();
+  RemoteOutcome RunOne(const Work& work);
+
+  RemoteWorkerOptions options_;
+  const std::string secret_;
+  std::map<std::string, actors::RegisteredHandler> handlers_;
+  mutable std::mutex mutex_;
+  std::condition_variable cv_;
+  std::deque<Work> queue_;
+  std::unordered_map<uint64_t, Work> running_;
+  bool connected_once_ = false;
+  bool closing_ = false;
+  bool closed_ = false;
+  std::optional<Status> first_answer_;
+  std::atomic<uint64_t> finished_{0};
+  std::atomic<uint64_t> reconnects_{0};
+  std::unique_ptr<caf::actor_system_config> config_;
+  std::unique_ptr<caf::actor_system> system_;
+  caf::actor node_;
+  std::vector<std::thread> threads_;
+};
+
+using NodeSelf = caf::stateful_actor<NodeState>*;
+
+void Retry(NodeSelf self) {
+  auto& st = self->state;
+  const RemoteWorkerOptions& o = st.worker->options();
+  st.backoff = st.backoff.count() == 0
+                   ? o.reconnect_initial
+                   : std::min(st.backoff * 2, o.reconnect_max);
+  self->delayed_send(self, st.backoff, connect_atom::value);
+}
+
+void SayHello(NodeSelf self) {
+  auto& st = self->state;
+  self->request(st.gateway, std::chrono::seconds(10), actors::hello_atom::value,
+                st.worker->Hello())
+      .then(
+          [self](actors::RemoteWelcome& welcome) {
+            auto& s = self->state;
+            s.session = welcome.session;
+            s.backoff = std::chrono::milliseconds(0);
+            s.worker->Answered(Status::OK());
+            self->send(self, actors::heartbeat_atom::value,
+                       std::chrono::milliseconds(welcome.heartbeat_ms).count());
+          },
+          [self](caf::error& error) {
+            auto& s = self->state;
+            std::string why = self->system().render(error);
+            if (why.find("refused: the secret") != std::string::npos) {
+              // Retrying cannot help.
+              s.refused = true;
+              Logger()->error("the gateway refused this worker: {}", why);
+              s.worker->Answered(Status::InvalidArgument(
+                  "the gateway refused this worker: " + why));
+              return;
+            }
+            Logger()->warn("hello to the gateway failed: {}; retrying", why);
+            Retry(self);
+          });
+}
+
+caf::behavior NodeBehavior(NodeSelf self, RemoteWorkerImpl* worker,
+                           std::string host, uint16_t port) {
+  self->state.worker = worker;
+  self->set_down_handler([self](caf::down_msg& down) {
+    auto& st = self->state;
+    if (down.source != st.gateway.address()) return;
+    Logger()->warn("lost the connection to the gateway; reconnecting");
+    st.worker->CancelSession(st.session);
+    st.session = 0;
+    st.gateway = nullptr;
+    st.worker->CountReconnect();
+    Retry(self);
+  });
+  return {
+      [self, host, port](connect_atom) {
+        auto& st = self->state;
+        if (st.refused) return;
+        if (!st.gateway) {
+          auto gateway = self->system().middleman().remote_actor<gateway_actor>(
+              host, port);
+          if (!gateway) {
+            Logger()->info("cannot reach the gateway at {}:{}: {}", host, port,
+                           self->system().render(gateway.error()));
+            Retry(self);
+            return;
+          }
+          st.gateway = *gateway;
+          self->monitor(st.gateway);
+        }
+        SayHello(self);
+      },
+      [self](actors::heartbeat_atom, int64_t period_ms) {
+        auto& st = self->state;
+        if (st.session == 0 || !st.gateway) return;  // a newer loop runs
+        self->send(st.gateway, actors::heartbeat_atom::value, st.session);
+        self->delayed_send(self, std::chrono::milliseconds(period_ms),
+                           actors::heartbeat_atom::value, period_ms);
+      },
+      [self](actors::lease_atom, uint64_t session, RemoteLease& lease) {
+        self->state.worker->Enqueue(session, std::move(lease));
+      },
+      [self](actors::revoke_atom, uint64_t session, uint64_t lease) {
+        auto& st = self->state;
+        if (lease != 0) {
+          st.worker->CancelLease(lease);
+          return;
+        }
+        if (session != st.session) return;
+        // The gateway dropped the session (its lease ran out): start over.
+        Logger()->warn("the gateway dropped session {}; saying hello again",
+                       session);
+        st.worker->CancelSession(session);
+        st.session = 0;
+        st.worker->CountReconnect();
+        self->send(self, connect_atom::value);
+      },
+      [self](actors::outcome_atom, uint64_t session, RemoteOutcome& outcome) {
+        auto& st = self->state;
+        // Sent even for a session since dropped: the gateway refuses it,
+        // and logs that it did.
+        if (st.gateway) {
+          self->send(st.gateway, actors::outcome_atom::value, session,
+                     std::move(outcome));
+        }
+      },
+      [self](actors::stop_atom) { self->quit(); },
+  };
+}
+
+RemoteOutcome RemoteWorkerImpl::RunOne(const Work& work) {
+  const RemoteLease& lease = work.lease;
+  RemoteOutcome remote;
+  remote.lease = lease.lease;
+  remote.task = lease.task;
+  remote.attempt = lease.attempt;
+  auto entry = handlers_.find(lease.type);
+  if (entry == handlers_.end()) {
+    remote.code = static_cast<uint8_t>(Status::Code::kNotFound);
+    remote.message = "no handler for task type '" + lease.type +
+                     "' on remote worker " + options_.node;
+    return remote;
+  }
+  actors::ClaimedTask task;
+  task.id = lease.task;
+  task.attempt = lease.attempt;
+  task.max_attempts = lease.max_attempts;
+  task.priority = lease.priority;
+  task.type = lease.type;
+  task.previous_attempt_interrupted = lease.previous_attempt_interrupted;
+  actors::AttemptInputs inputs{options_.max_result_bytes, 0, nullptr};
+  actors::Outcome outcome = actors::RunLeasedAttempt(
+      entry->second, task, lease.payload, lease.group, lease.idempotency_key,
+      work.control.get(), inputs);
+  remote.code = static_cast<uint8_t>(outcome.status.code());
+  remote.message = outcome.status.message();
+  remote.permanent = outcome.permanent;
+  remote.cancelled = outcome.cancelled;
+  remote.stopped = outcome.stopped;
+  if (outcome.delay_us) remote.delay_us = *outcome.delay_us;
+  if (outcome.result) {
+    remote.has_result = true;
+    remote.result = std::move(*outcome.result);
+  }
+  return remote;
+}
+
+void RemoteWorkerImpl::RunThread() {
+  for (;;) {
+    Work work;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      cv_.wait(lock, [this] { return closing_ || !queue_.empty(); });
+      if (queue_.empty()) return;
+      work = std::move(queue_.front());
+      queue_.pop_front();
+      running_[work.lease.lease] = work;
+    }
+    RemoteOutcome outcome = RunOne(work);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      running_.erase(work.lease.lease);
+    }
+    caf::anon_send(node_, actors::outcome_atom::value, work.session,
+                   std::move(outcome));
+    finished_.fetch_add(1);
+  }
+}
+
+Status RemoteWorkerImpl::Connect() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (connected_once_) return Status::FailedPrecondition("already connected");
+    if (handlers_.empty()) {
+      return Status::FailedPrecondition(
+          "Connect: register at least one handler first");
+    }
+    connected_once_ = true;
+  }
+  const std::string& connect = options_.connect;
+  size_t colon = connect.rfind(':');
+  std::string host = connect.substr(0, colon);
+  auto port = static_cast<uint16_t>(std::stoi(connect.substr(colon + 1)));
+  config_ = std::make_unique<caf::actor_system_config>();
+  config_->set("scheduler.max-threads", size_t{2});
+  LoadMiddleman(config_.get());
+  system_ = std::make_unique<caf::actor_system>(*config_);
+  for (uint32_t i = 0; i < options_.concurrency; ++i) {
+    threads_.emplace_back([this] { RunThread(); });
+  }
+  node_ = system_->spawn<caf::detached>(NodeBehavior, this, host, port);
+  caf::anon_send(node_, connect_atom::value);
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (!cv_.wait_for(lock, options_.connect_timeout,
+                    [this] { return first_answer_.has_value(); })) {
+    return Status::IOError(
+        "no answer from the gateway at " + connect + " within " +
+        std::to_string(options_.connect_timeout.count()) + " ms; still trying");
+  }
+  return *first_answer_;
+}
+
+Status RemoteWorkerImpl::Close(std::chrono::milliseconds) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (closed_) return Status::OK();
+    closed_ = true;
+    closing_ = true;
+    queue_.clear();
+    for (auto& [lease, work] : running_) work.control->RequestStop();
+    cv_.notify_all();
+  }
+  // Cooperative: handlers see TaskContext::stopping.
+  for (std::thread& thread : threads_) thread.join();
+  threads_.clear();
+  if (node_) {
+    // After the outcomes the threads sent (one mailbox, in order).
+    caf::anon_send(node_, actors::stop_atom::value);
+    node_ = nullptr;
+  }
+  system_.reset();
+  config_.reset();
+  return Status::OK();
+}
+
+}  // namespace
+
+Status RemoteWorker::Create(RemoteWorkerOptions options,
+                            std::unique_ptr<RemoteWorker>* worker) {
+  if (worker == nullptr) return Status::InvalidArgument("worker is null");
+  const std::string& connect = options.connect;
+  size_t colon = connect.rfind(':');
+  std::string port =
+      colon == std::string::npos ? "" : connect.substr(colon + 1);
+  if (colon == std::string::npos || colon == 0 || port.empty() ||
+      port.size() > 5 ||
+      port.find_first_not_of("0123456789") != std::string::npos ||
+      std::stoi(port) == 0 || std::stoi(port) > 65535) {
+    return Status::InvalidArgument(
+        "RemoteWorkerOptions::connect must be \"HOST:PORT\" with a port in "
+        "[1, 65535], got \"" +
+        connect + "\"");
+  }
+  if (options.concurrency < 1 || options.concurrency > 4096) {
+    return Status::InvalidArgument(
+        "RemoteWorkerOptions::concurrency must be in [1, 4096], got " +
+        std::to_string(options.concurrency));
+  }
+  std::string secret = options.secret;
+  if (secret.empty()) {
+    if (options.secret_file.empty()) {
+      return Status::InvalidArgument(
+          "RemoteWorkerOptions: set secret or secret_file (the gateway "
+          "refuses a worker without the secret)");
+    }
+    Status s = LoadSecretFile("secret file", options.secret_file, &secret);
+    if (!s.ok()) return s;
+  }
+  *worker =
+      std::make_unique<RemoteWorkerImpl>(std::move(options), std::move(secret));
+  return Status::OK();
+}
+
+}  // namespace spool

@@ -1,0 +1,311 @@
+// Remote workers with real processes on loopback: spool-worker children
+// connect to a runtime's gateway (docs/scale-out.md). Every wait is
+// bounded.
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <netinet/in.h>
+#include <set>
+#include <signal.h>
+#include <string>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <vector>
+
+#include <spool/runtime.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "tests/child_process.h"
+#include "tests/runtime_testing.h"
+#include "tests/testing.h"
+
+namespace spool {
+namespace {
+
+using testing::ChildProcess;
+using ::testing::HasSubstr;
+using testing::TempDir;
+using testing::WaitUntil;
+
+constexpr char kSecret[] = "0123456789abcdef0123456789abcdef";
+
+// A port nothing listens on right now.
+int FreePort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  socklen_t len = sizeof addr;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+std::string WriteSecret(const TempDir& dir, const std::string& name,
+                        const std::string& secret) {
+  std::string path = dir.Sub(name);
+  std::ofstream(path) << secret << "\n";
+  ::chmod(path.c_str(), 0600);
+  return path;
+}
+
+// "TASK ATTEMPT" lines a spool-worker --log wrote.
+std::vector<std::pair<TaskId, uint32_t>> StartsIn(const std::string& path) {
+  std::vector<std::pair<TaskId, uint32_t>> starts;
+  std::ifstream in(path);
+  TaskId id = 0;
+  uint32_t attempt = 0;
+  while (in >> id >> attempt) starts.emplace_back(id, attempt);
+  return starts;
+}
+
+class RemoteTest : public ::testing::Test {
+ protected:
+  void Open(std::chrono::milliseconds lease = std::chrono::seconds(2)) {
+    port_ = FreePort();
+    Options options;
+    options.path = dir_.Sub("queue");
+    options.durability = Durability::kRelaxed;
+    options.workers = 0;  // every task runs remotely
+    options.remote_listen = "127.0.0.1:" + std::to_string(port_);
+    options.remote_secret_file = WriteSecret(dir_, "secret", kSecret);
+    options.remote_lease = lease;
+    options.remote_heartbeat = lease / 5;
+    options.remote_claim_ahead = 4;
+    options.log_level = LogLevel::kInfo;
+    options.log_sink = [this](LogLevel, std::string_view line) {
+      std::lock_guard<std::mutex> lock(log_mutex_);
+      log_.emplace_back(line);
+    };
+    runtime_ = testing::OpenOrDie(options);
+    // The queue node declares the types (Enqueue takes only registered
+    // ones) but, with no local worker, never runs these handlers.
+    for (const char* type : {"noop", "sleep"}) {
+      ASSERT_TRUE(runtime_
+                      ->RegisterHandler(type,
+                                        [](TaskContext&) {
+                                          return Status::Aborted(
+                                              "ran on the queue node");
+                                        })
+                      .ok());
+    }
+    ASSERT_TRUE(runtime_->Start().ok());
+  }
+
+  std::unique_ptr<ChildProcess> Worker(const std::string& name,
+                                       const std::string& types,
+                                       int concurrency,
+                                       const std::string& secret_file = "") {
+    std::vector<std::string> argv = {
+        SPOOL_WORKER_BINARY,
+        "--connect",
+        "127.0.0.1:" + std::to_string(port_),
+        "--secret-file",
+        secret_file.empty() ? dir_.Sub("secret") : secret_file,
+        "--types",
+        types,
+        "--concurrency",
+        std::to_string(concurrency),
+        "--node",
+        name,
+        "--log",
+        dir_.Sub(name + ".log")};
+    return std::make_unique<ChildProcess>(argv);
+  }
+
+  static void ExpectConnected(ChildProcess& worker) {
+    auto line = worker.ReadLine(std::chrono::seconds(15));
+    ASSERT_TRUE(line.has_value());
+    EXPECT_THAT(*line, HasSubstr("connected"));
+  }
+
+  std::vector<TaskId> EnqueueMany(const std::string& type,
+                                  const std::string& payload, int n) {
+    std::vector<TaskId> ids;
+    std::vector<TaskSpec> batch;
+    for (int i = 0; i < n; ++i) {
+      TaskSpec spec;
+      spec.type = type;
+      spec.payload = payload;
+      RetryPolicy retry;
+      retry.max_attempts = 5;
+      retry.initial_delay = std::chrono::milliseconds(10);
+      spec.options.retry = retry;
+      batch.push_back(std::move(spec));
+      if (batch.size() == 500 || i + 1 == n) {
+        auto stored =
+            testing::Await(runtime_->EnqueueBatch(std::move(batch)).stored,
+                           std::chrono::seconds(30));
+        EXPECT_TRUE(stored.ok()) << stored.status().ToString();
+        if (stored.ok()) ids.insert(ids.end(), stored->begin(), stored->end());
+        batch.clear();
+      }
+    }
+    return ids;
+  }
+
+  Status Drain(std::chrono::seconds timeout) {
+    DrainOptions options;
+    options.timeout = timeout;
+    options.wait_for_scheduled = true;
+    return testing::Await(runtime_->Drain(options),
+                          timeout + std::chrono::seconds(5))
+        .status();
+  }
+
+  bool Logged(const std::string& text) {
+    std::lock_guard<std::mutex> lock(log_mutex_);
+    for (const std::string& line : log_) {
+      if (line.find(text) != std::string::npos) return true;
+    }
+    return false;
+  }
+
+  TaskInfo Info(TaskId id) {
+    auto info = testing::Await(runtime_->GetTask(id));
+    EXPECT_TRUE(info.ok());
+    return info.ok() ? *info : TaskInfo{};
+  }
+
+  TempDir dir_;
+  int port_ = 0;
+  std::unique_ptr<Runtime> runtime_;
+  std::mutex log_mutex_;
+  std::vector<std::string> log_;
+};
+
+TEST_F(RemoteTest, ThreeWorkerProcessesDrainTenThousandTasks) {
+  Open();
+  std::vector<std::unique_ptr<ChildProcess>> workers;
+  for (int i = 0; i < 3; ++i) {
+    workers.push_back(Worker("w" + std::to_string(i), "noop", 8));
+    ExpectConnected(*workers.back());
+  }
+  std::vector<TaskId> ids = EnqueueMany("noop", "", 10000);
+  ASSERT_EQ(ids.size(), 10000u);
+  ASSERT_TRUE(Drain(std::chrono::seconds(60)).ok());
+  auto counts = testing::Await(runtime_->CountByStatus());
+  ASSERT_TRUE(counts.ok());
+  EXPECT_EQ(counts->of(TaskStatus::kSucceeded), 10000u);
+  // Each task ran exactly once, and every worker took part.
+  std::map<TaskId, int> runs;
+  for (int i = 0; i < 3; ++i) {
+    auto starts = StartsIn(dir_.Sub("w" + std::to_string(i) + ".log"));
+    EXPECT_GT(starts.size(), 0u) << "worker " << i << " ran nothing";
+    for (auto [id, attempt] : starts) {
+      ++runs[id];
+      EXPECT_EQ(attempt, 1u);
+    }
+  }
+  EXPECT_EQ(runs.size(), 10000u);
+  for (auto [id, n] : runs) ASSERT_EQ(n, 1) << "task " << id;
+}
+
+TEST_F(RemoteTest,
+       SigkilledWorkersTasksRunAgainElsewhereWithTheAttemptCounted) {
+  Open();
+  std::vector<std::unique_ptr<ChildProcess>> workers;
+  for (int i = 0; i < 3; ++i) {
+    workers.push_back(Worker("k" + std::to_string(i), "sleep", 4));
+    ExpectConnected(*workers.back());
+  }
+  std::vector<TaskId> ids = EnqueueMany("sleep", "150", 90);
+  ASSERT_TRUE(
+      WaitUntil([&] { return StartsIn(dir_.Sub("k0.log")).size() >= 6; },
+                std::chrono::seconds(20)));
+  workers[0]->Kill();
+  ASSERT_TRUE(Drain(std::chrono::seconds(40)).ok());
+  std::map<TaskId, std::vector<uint32_t>> starts;
+  for (int i = 0; i < 3; ++i) {
+    for (auto [id, attempt] :
+         StartsIn(dir_.Sub("k" + std::to_string(i) + ".log")))
+      starts[id].push_back(attempt);
+  }
+  int interrupted = 0;
+  for (TaskId id : ids) {
+    TaskInfo info = Info(id);
+    ASSERT_EQ(info.status, TaskStatus::kSucceeded) << "task " << id;
+    // The succeeding attempt started exactly once and none started after
+    // it: a task that succeeded never ran again. A lease the killed worker
+    // held ahead, unstarted, also counts its attempt (the gateway cannot
+    // know it never started, as after a machine crash), so there may be
+    // fewer starts than attempts, never more.
+    const std::vector<uint32_t>& ran = starts[id];
+    EXPECT_LE(ran.size(), info.attempts) << "task " << id;
+    EXPECT_EQ(std::count(ran.begin(), ran.end(), info.attempts), 1)
+        << "task " << id;
+    for (uint32_t attempt : ran) EXPECT_LE(attempt, info.attempts);
+    if (info.attempts > 1) {
+      ++interrupted;
+      ASSERT_FALSE(info.failures.empty());
+      EXPECT_EQ(info.failures.back().error, kInterruptedAttemptError);
+    }
+  }
+  // The killed worker held 4 running attempts and up to 4 leased ahead;
+  // those it had started count.
+  EXPECT_GE(interrupted, 1);
+  EXPECT_TRUE(Logged("lost"));
+}
+
+TEST_F(RemoteTest, StalledWorkerLosesItsLeaseAndItsLateOutcomeIsRefused) {
+  Open(std::chrono::milliseconds(600));
+  auto stalled = Worker("stalled", "sleep", 1);
+  ExpectConnected(*stalled);
+  std::vector<TaskId> ids = EnqueueMany("sleep", "400", 1);
+  ASSERT_TRUE(
+      WaitUntil([&] { return StartsIn(dir_.Sub("stalled.log")).size() == 1; },
+                std::chrono::seconds(10)));
+  // The lease is on record: which node runs the attempt, until when.
+  EXPECT_TRUE(WaitUntil([&] { return Info(ids[0]).remote_node == "stalled"; },
+                        std::chrono::seconds(5)));
+  EXPECT_GT(Info(ids[0]).lease_deadline.time_since_epoch().count(), 0);
+  stalled->Signal(SIGSTOP);
+  auto healthy = Worker("healthy", "sleep", 1);
+  ExpectConnected(*healthy);
+  Status drained = Drain(std::chrono::seconds(20));
+  ASSERT_TRUE(drained.ok()) << drained.ToString();
+  TaskInfo info = Info(ids[0]);
+  EXPECT_EQ(info.status, TaskStatus::kSucceeded) << info.last_error;
+  EXPECT_EQ(info.attempts, 2u);
+  EXPECT_TRUE(Logged("no heartbeat within 600 ms"));
+  // Its handler finishes once it runs again; the outcome is refused.
+  stalled->Signal(SIGCONT);
+  EXPECT_TRUE(WaitUntil([&] { return Logged("refused the outcome of task"); },
+                        std::chrono::seconds(10)));
+  info = Info(ids[0]);
+  EXPECT_EQ(info.status, TaskStatus::kSucceeded);
+  EXPECT_EQ(info.attempts, 2u);
+  // Settled: no lease is on record any more.
+  EXPECT_EQ(info.remote_node, "");
+}
+
+TEST_F(RemoteTest, WorkerWithAWrongOrMissingSecretIsRefused) {
+  Open();
+  std::string wrong = WriteSecret(dir_, "wrong", "not-the-secret-at-all-000");
+  auto refused = Worker("intruder", "noop", 1, wrong);
+  auto status = refused->Wait(std::chrono::seconds(15));
+  ASSERT_TRUE(status.has_value());
+  EXPECT_TRUE(WIFEXITED(*status));
+  EXPECT_EQ(WEXITSTATUS(*status), 3);
+  EXPECT_TRUE(Logged("refused: wrong or missing secret"));
+  // Nothing was handed to it.
+  EnqueueMany("noop", "", 3);
+  EXPECT_TRUE(StartsIn(dir_.Sub("intruder.log")).empty());
+  // No secret at all: spool-worker refuses to start.
+  auto missing = std::make_unique<ChildProcess>(std::vector<std::string>{
+      SPOOL_WORKER_BINARY, "--connect", "127.0.0.1:" + std::to_string(port_)});
+  status = missing->Wait(std::chrono::seconds(10));
+  ASSERT_TRUE(status.has_value());
+  EXPECT_EQ(WEXITSTATUS(*status), 2);
+}
+
+}  // namespace
+}  // namespace spool
