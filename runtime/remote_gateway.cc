@@ -1,13 +1,14 @@
 // RuntimeImpl's part in remote workers: the gateway's life
 // (actors/gateway.h, docs/scale-out.md).
 
+#include <spool/secret_file.h>
+
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
 #include <spdlog/spdlog.h>
 
 #include "runtime/runtime_impl.h"
 #include "util/logging.h"
-#include "util/secret_file.h"
 
 namespace spool {
 

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include <spool/remote_worker.h>
+#include <spool/secret_file.h>
 
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
@@ -24,7 +25,6 @@
 #include "actors/handler_registry.h"
 #include "runtime/runtime_impl.h"
 #include "util/logging.h"
-#include "util/secret_file.h"
 
 namespace spool {
 namespace {

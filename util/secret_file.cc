@@ -1,10 +1,10 @@
-#include "util/secret_file.h"
-
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <sys/stat.h>
+
+#include <spool/secret_file.h>
 
 namespace spool {
 

@@ -1,7 +1,9 @@
-// Reading a shared secret from a file that only its owner may read.
+// Reading a shared secret from a file that only its owner may read: how
+// spool reads [remote] secret_file, and spoold its bearer token, so that an
+// embedding server can check its own secrets the same way.
 
-#ifndef SPOOL_UTIL_SECRET_FILE_H_
-#define SPOOL_UTIL_SECRET_FILE_H_
+#ifndef SPOOL_INCLUDE_SECRET_FILE_H_
+#define SPOOL_INCLUDE_SECRET_FILE_H_
 
 #include <string>
 
@@ -20,4 +22,4 @@ Status LoadSecretFile(const std::string& what, const std::string& path,
 
 }  // namespace spool
 
-#endif  // SPOOL_UTIL_SECRET_FILE_H_
+#endif  // SPOOL_INCLUDE_SECRET_FILE_H_
