@@ -117,6 +117,27 @@ bool TakeRequests(const ClaimedTask& task, const AttemptInputs& inputs,
   return false;
 }
 
+// Runs the handler in `context`, then shapes `outcome`: the handler's
+// requests (hand-off, deferral, snooze, result) taken, an error returned
+// while the runtime stops turned into a give-back, a failure shaped by the
+// handler's options. Local and leased attempts alike.
+Outcome RunHandler(const RegisteredHandler& entry, const ClaimedTask& task,
+                   TaskContext& context, internal::AttemptControl* control,
+                   const AttemptInputs& inputs, Outcome outcome) {
+  outcome.status =
+      Guarded("the handler", [&] { return entry.handler(context); });
+  if (TakeRequests(task, inputs, control, &outcome)) return outcome;
+  if (outcome.status.ok()) return outcome;
+  if (control != nullptr && control->stop_requested() &&
+      !control->cancelled()) {
+    // Gave up because the runtime is stopping: the task goes back.
+    outcome.stopped = true;
+    return outcome;
+  }
+  ShapeFailure(entry.options, control, &outcome);
+  return outcome;
+}
+
 }  // namespace
 
 Outcome RunAttempt(const HandlerRegistry& registry, const ClaimedTask& task,
@@ -172,18 +193,7 @@ Outcome RunAttempt(const HandlerRegistry& registry, const ClaimedTask& task,
 
   TaskContext context =
       TaskContextBuilder::For(task, spec, payload, control, inputs);
-  outcome.status =
-      Guarded("the handler", [&] { return entry.handler(context); });
-  if (TakeRequests(task, inputs, control, &outcome)) return outcome;
-  if (outcome.status.ok()) return outcome;
-  if (control != nullptr && control->stop_requested() &&
-      !control->cancelled()) {
-    // Gave up because the runtime is closing: the task goes back.
-    outcome.stopped = true;
-    return outcome;
-  }
-  ShapeFailure(options, control, &outcome);
-  return outcome;
+  return RunHandler(entry, task, context, control, inputs, std::move(outcome));
 }
 
 Outcome RunLeasedAttempt(const RegisteredHandler& entry,
@@ -195,20 +205,9 @@ Outcome RunLeasedAttempt(const RegisteredHandler& entry,
   Outcome outcome;
   outcome.id = task.id;
   outcome.attempt = task.attempt;
-  TaskContext context = TaskContextBuilder::For(task, payload, group,
-                                                idempotency_key, control,
-                                                inputs);
-  outcome.status =
-      Guarded("the handler", [&] { return entry.handler(context); });
-  if (TakeRequests(task, inputs, control, &outcome)) return outcome;
-  if (outcome.status.ok()) return outcome;
-  if (control != nullptr && control->stop_requested() &&
-      !control->cancelled()) {
-    outcome.stopped = true;
-    return outcome;
-  }
-  ShapeFailure(entry.options, control, &outcome);
-  return outcome;
+  TaskContext context = TaskContextBuilder::For(
+      task, payload, group, idempotency_key, control, inputs);
+  return RunHandler(entry, task, context, control, inputs, std::move(outcome));
 }
 
 }  // namespace actors

@@ -541,25 +541,29 @@ void Finish(SchedulerState& st, Running done, Outcome outcome, int64_t now) {
   st.outcomes_to_send.push_back(std::move(outcome));
 }
 
-// Takes the tasks `match` selects out of the pool and gives them back to
-// the writer unstarted, for `reason` (and `gate`, for kGateClosed): their
-// attempts do not count.
+// Gives a committed claim back to the writer unstarted, for `reason` (and
+// `gate`, for kGateClosed): its attempt does not count.
+// REQUIRES: the task is in st.running.
+void GiveBack(SchedulerState& st, const ClaimedTask& task, DeferReason reason,
+              const std::string& gate = {}) {
+  auto it = st.running.find(task.id);
+  Running done = std::move(it->second);
+  st.running.erase(it);
+  Outcome outcome;
+  outcome.id = task.id;
+  outcome.attempt = task.attempt;
+  outcome.started = false;
+  outcome.given_back = reason;
+  outcome.given_back_gate = gate;
+  Finish(st, std::move(done), std::move(outcome), st.NowMicros());
+}
+
+// Takes the tasks `match` selects out of the pool and gives them back.
 void Recall(Self self, const std::function<bool(const ClaimedTask&)>& match,
             DeferReason reason, const std::string& gate = {}) {
   auto& st = self->state;
-  int64_t now = st.NowMicros();
   for (ClaimedTask& task : st.config.pool->Recall(match)) {
-    auto it = st.running.find(task.id);
-    if (it == st.running.end()) continue;
-    Running done = std::move(it->second);
-    st.running.erase(it);
-    Outcome outcome;
-    outcome.id = task.id;
-    outcome.attempt = task.attempt;
-    outcome.started = false;
-    outcome.given_back = reason;
-    outcome.given_back_gate = gate;
-    Finish(st, std::move(done), std::move(outcome), now);
+    if (st.running.count(task.id) != 0) GiveBack(st, task, reason, gate);
   }
 }
 
@@ -646,19 +650,6 @@ DeferReason HeldBack(SchedulerState& st, const std::string& type) {
   if (st.stopping || !st.started) return DeferReason::kStopping;
   if (st.paused || st.TypeOf(type).paused) return DeferReason::kPaused;
   return DeferReason::kNone;
-}
-
-// Gives a committed claim back to the writer unstarted, for `reason`.
-void GiveBack(SchedulerState& st, const ClaimedTask& task, DeferReason reason) {
-  auto it = st.running.find(task.id);
-  Running done = std::move(it->second);
-  st.running.erase(it);
-  Outcome outcome;
-  outcome.id = task.id;
-  outcome.attempt = task.attempt;
-  outcome.started = false;
-  outcome.given_back = reason;
-  Finish(st, std::move(done), std::move(outcome), st.NowMicros());
 }
 
 // Committed claims: to idle workers first, the rest into the pool, where
@@ -777,8 +768,8 @@ void Start(Self self, DispatchConfig& config) {
 
 void OnOutcome(Self self, uint32_t worker, Outcome& outcome, bool idle) {
   auto& st = self->state;
-  if (idle && (st.retired_workers.empty() ||
-               st.retired_workers.count(worker) == 0)) {
+  if (idle &&
+      (st.retired_workers.empty() || st.retired_workers.count(worker) == 0)) {
     st.idle_workers.push_back(worker);
   }
   st.ahead.Finished(std::chrono::steady_clock::now());
@@ -817,9 +808,9 @@ void DetachRemote(Self self, const std::vector<uint32_t>& slots) {
   auto retired = [&st](uint32_t slot) {
     return st.retired_workers.count(slot) != 0;
   };
-  st.idle_workers.erase(std::remove_if(st.idle_workers.begin(),
-                                       st.idle_workers.end(), retired),
-                        st.idle_workers.end());
+  st.idle_workers.erase(
+      std::remove_if(st.idle_workers.begin(), st.idle_workers.end(), retired),
+      st.idle_workers.end());
   ScheduleDispatch(self);
 }
 
