@@ -550,8 +550,16 @@ int Verify(const Common& common) {
 int PrintConfig(const Common& common, const std::string& file) {
   Common with_file = common;
   if (!file.empty()) with_file.config_path = file;
+  // The file and the overrides alone: not LoadFor, whose quieter log level
+  // is the tool's own, not the config's.
   spool::Options options;
-  if (int rc = LoadFor(with_file, &options); rc != kExitOk) return rc;
+  options.path = "./spool-data";
+  spool::Status loaded =
+      with_file.config_path.empty()
+          ? spool::ParseOptions("", "--set", with_file.overrides, &options)
+          : spool::LoadOptions(with_file.config_path, with_file.overrides,
+                               &options);
+  if (!loaded.ok()) return Fail(kExitUsage, loaded.ToString());
   spool::ConfigSources sources;
   spool::Status s = spool::LoadConfigSources(with_file.config_path,
                                              with_file.overrides, &sources);

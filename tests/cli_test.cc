@@ -801,13 +801,20 @@ TEST(SpoolCli, ConfigPrintShowsTheEffectiveConfig) {
   Outcome run = Spool({"--set", "runtime.workers=7", "config", "--print"});
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_NE(run.out.find("[storage]"), std::string::npos);
-  EXPECT_NE(run.out.find("workers = 7"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("# Source: --set.\nworkers = 7"), std::string::npos)
+      << run.out;
+  // The config's own log level, not the tool's quieter one.
+  EXPECT_NE(run.out.find("# Source: default.\nlevel = \"warn\""),
+            std::string::npos)
+      << run.out;
   TempDir dir;
   std::string file = dir.Sub("spool.toml");
   std::ofstream(file) << "[runtime]\nworkers = 3\n";
   Outcome from_file = Spool({"config", "--print", file});
   ASSERT_EQ(from_file.exit_code, 0) << from_file.err;
-  EXPECT_NE(from_file.out.find("workers = 3"), std::string::npos);
+  EXPECT_NE(from_file.out.find("# Source: " + file + ":2.\nworkers = 3"),
+            std::string::npos)
+      << from_file.out;
   Outcome missing = Spool({"config", "--print", dir.Sub("nope.toml")});
   EXPECT_EQ(missing.exit_code, 2);
   ExpectOneLine(missing, {"nope.toml"});
