@@ -177,9 +177,11 @@ class RemoteTest : public ::testing::Test {
 
   TempDir dir_;
   int port_ = 0;
-  std::unique_ptr<Runtime> runtime_;
+  // The log outlives the runtime: members die in reverse order, and the
+  // runtime's close still logs (the gateway's goodbyes) through log_sink.
   std::mutex log_mutex_;
   std::vector<std::string> log_;
+  std::unique_ptr<Runtime> runtime_;
 };
 
 TEST_F(RemoteTest, ThreeWorkerProcessesDrainTenThousandTasks) {
@@ -285,6 +287,38 @@ TEST_F(RemoteTest, StalledWorkerLosesItsLeaseAndItsLateOutcomeIsRefused) {
   EXPECT_EQ(info.attempts, 2u);
   // Settled: no lease is on record any more.
   EXPECT_EQ(info.remote_node, "");
+}
+
+// A worker is sent only the types it declared. With no local worker, a
+// type no connected worker serves is not even claimed: it waits, pending,
+// for a worker that serves it, with no attempt spent and no lease bounced
+// back and forth.
+TEST_F(RemoteTest, AWorkerIsSentOnlyTheTypesItDeclared) {
+  Open();
+  auto noop = Worker("noop-only", "noop", 4);
+  ExpectConnected(*noop);
+  std::vector<TaskId> sleeps = EnqueueMany("sleep", "1", 50);
+  std::vector<TaskId> noops = EnqueueMany("noop", "", 200);
+  auto succeeded = [&] {
+    auto counts = testing::Await(runtime_->CountByStatus());
+    return counts.ok() ? counts->of(TaskStatus::kSucceeded) : 0;
+  };
+  ASSERT_TRUE(
+      WaitUntil([&] { return succeeded() == 200; }, std::chrono::seconds(20)));
+  EXPECT_EQ(runtime_->GetStatistics().claimed, 200u);
+  for (TaskId id : sleeps) {
+    TaskInfo info = Info(id);
+    ASSERT_EQ(info.status, TaskStatus::kPending) << "task " << id;
+    EXPECT_EQ(info.attempts, 0u) << "task " << id;
+  }
+  // A worker for the other type connects: those run now, on it alone.
+  auto sleep = Worker("sleep-only", "sleep", 4);
+  ExpectConnected(*sleep);
+  ASSERT_TRUE(Drain(std::chrono::seconds(20)).ok());
+  EXPECT_EQ(succeeded(), 250u);
+  EXPECT_EQ(runtime_->GetStatistics().claimed, 250u);
+  EXPECT_EQ(StartsIn(dir_.Sub("noop-only.log")).size(), 200u);
+  EXPECT_EQ(StartsIn(dir_.Sub("sleep-only.log")).size(), 50u);
 }
 
 TEST_F(RemoteTest, WorkerWithAWrongOrMissingSecretIsRefused) {

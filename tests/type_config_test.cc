@@ -285,9 +285,11 @@ TEST(TypeConfigTest, GroupTablesLimitGroupsOfAnEncryptedStore) {
 }
 
 TEST(TypeConfigTest, ATableForATypeWithoutAHandlerIsWarnedOfAtStart) {
-  Harness h(1, Durability::kSync);
+  // Declared before the harness, so they outlive the runtime's close,
+  // which still logs through the sink.
   std::mutex mutex;
   std::vector<std::string> warnings;
+  Harness h(1, Durability::kSync);
   h.options().log_sink = [&](LogLevel level, std::string_view message) {
     std::lock_guard<std::mutex> lock(mutex);
     if (level == LogLevel::kWarn &&
