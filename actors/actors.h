@@ -41,6 +41,8 @@ using worker_actor = caf::typed_actor<
 // with the index of the first slot; the others follow in order.
 struct RemoteSlots {
   std::vector<worker_actor> slots;
+  // The task types the worker declared: its slots are sent only these.
+  std::vector<std::string> types;
   std::function<void(uint32_t first_index)> attached;
 };
 

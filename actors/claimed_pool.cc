@@ -1,5 +1,7 @@
 #include "actors/claimed_pool.h"
 
+#include <algorithm>
+
 namespace spool::actors {
 
 void ClaimedPool::Push(ClaimedTask task) {
@@ -12,6 +14,16 @@ std::optional<ClaimedTask> ClaimedPool::Pop() {
   if (tasks_.empty()) return std::nullopt;
   ClaimedTask task = std::move(tasks_.front());
   tasks_.pop_front();
+  return task;
+}
+
+std::optional<ClaimedTask> ClaimedPool::PopIf(
+    const std::function<bool(const ClaimedTask&)>& match) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = std::find_if(tasks_.begin(), tasks_.end(), match);
+  if (it == tasks_.end()) return std::nullopt;
+  ClaimedTask task = std::move(*it);
+  tasks_.erase(it);
   return task;
 }
 

@@ -35,6 +35,9 @@ class ClaimedPool {
   void Push(ClaimedTask task);
   // Takes the task at the front, if any.
   std::optional<ClaimedTask> Pop();
+  // Takes the first task `match` selects, if any.
+  std::optional<ClaimedTask> PopIf(
+      const std::function<bool(const ClaimedTask&)>& match);
   // Takes out every task `match` selects, in pool order.
   std::vector<ClaimedTask> Recall(
       const std::function<bool(const ClaimedTask&)>& match);

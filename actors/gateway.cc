@@ -184,6 +184,7 @@ caf::result<RemoteWelcome> OnHello(Self self, RemoteHello& hello) {
   session.lease_deadline = std::chrono::steady_clock::now() + st.config.lease;
   self->monitor(session.peer);
   RemoteSlots slots;
+  slots.types.assign(session.types.begin(), session.types.end());
   gateway_actor gateway = self;
   for (uint32_t i = 0; i < session.slots; ++i) {
     slots.slots.push_back(
@@ -234,7 +235,8 @@ void OnLease(Self self, uint64_t session_id, uint32_t slot, ClaimedTask& task) {
   outcome.attempt = task.attempt;
   if (session == st.sessions.end() ||
       session->second.types.count(task.type) == 0) {
-    // Gone meanwhile, or not a type it serves: back unstarted.
+    // Gone meanwhile, or (which the scheduler's routing rules out) not a
+    // type it serves: back unstarted.
     outcome.started = false;
     SendOutcome(self, slot, std::move(outcome), session != st.sessions.end());
     return;

@@ -129,6 +129,14 @@ struct SchedulerState {
   // Slots of remote workers that went away (by index): they are never idle
   // again. Empty unless remote workers come and go.
   std::unordered_set<uint32_t> retired_workers;
+  // By worker index: the types a remote worker's slot serves; null for a
+  // local worker, which serves every type.
+  std::vector<std::shared_ptr<const std::unordered_set<std::string>>>
+      worker_types;
+  uint32_t local_workers = 0;
+  // How many attached remote slots serve each type. With no local worker,
+  // a type no slot serves is not claimed (RefreshType).
+  std::unordered_map<std::string, uint32_t> remote_slots_by_type;
   // Claimed attempts not finished: in the pool, or run by a worker.
   std::unordered_map<TaskId, Running> running;
   size_t claims_in_flight = 0;
@@ -197,6 +205,16 @@ struct SchedulerState {
                                               : config.group_concurrency;
   }
 
+  bool Serves(uint32_t worker, const std::string& type) const {
+    const auto& served = worker_types[worker];
+    return served == nullptr || served->count(type) != 0;
+  }
+
+  // Some worker, busy or idle, serves `type`.
+  bool Served(const std::string& type) const {
+    return local_workers != 0 || remote_slots_by_type.count(type) != 0;
+  }
+
   void RefreshType(const std::string& type, int64_t now) {
     TypeLoad& load = TypeOf(type);
     bool at_limit = load.policy.max_concurrent != 0 &&
@@ -206,8 +224,8 @@ struct SchedulerState {
     for (const std::string& gate : load.policy.requires_gates) {
       gated |= closed_gates.count(gate) != 0;
     }
-    queue.SetTypeBlocked(type,
-                         load.paused || at_limit || rate_limited || gated);
+    queue.SetTypeBlocked(type, load.paused || at_limit || rate_limited ||
+                                   gated || !Served(type));
   }
 
   // A pause, gate or group limit changed: stored with the next commit.
@@ -568,16 +586,37 @@ void Recall(Self self, const std::function<bool(const ClaimedTask&)>& match,
 }
 
 // Hands tasks in the pool to idle workers: one a busy worker has not taken
-// yet, or one that reached the pool after its worker went idle.
+// yet, or one that reached the pool after its worker went idle. A remote
+// worker's slot takes only a type it serves.
 void Rebalance(Self self) {
   auto& st = self->state;
-  while (!st.idle_workers.empty()) {
-    std::optional<ClaimedTask> task = st.config.pool->Pop();
-    if (!task) return;
-    uint32_t worker = st.idle_workers.back();
-    st.idle_workers.pop_back();
+  for (size_t i = st.idle_workers.size(); i > 0; --i) {
+    uint32_t worker = st.idle_workers[i - 1];
+    const auto& served = st.worker_types[worker];
+    std::optional<ClaimedTask> task =
+        served == nullptr ? st.config.pool->Pop()
+                          : st.config.pool->PopIf([&](const ClaimedTask& t) {
+                              return served->count(t.type) != 0;
+                            });
+    if (!task) {
+      if (served == nullptr) return;  // the pool is empty
+      continue;
+    }
+    st.idle_workers.erase(st.idle_workers.begin() + (i - 1));
     self->send(st.workers[worker], run_atom::value, std::move(*task));
   }
+}
+
+// Takes the idle worker that serves `type` and went idle last, if any.
+std::optional<uint32_t> TakeIdleWorker(SchedulerState& st,
+                                       const std::string& type) {
+  for (size_t i = st.idle_workers.size(); i > 0; --i) {
+    uint32_t worker = st.idle_workers[i - 1];
+    if (!st.Serves(worker, type)) continue;
+    st.idle_workers.erase(st.idle_workers.begin() + (i - 1));
+    return worker;
+  }
+  return std::nullopt;
 }
 
 // Sends the outcomes waiting for the writer in one message, unless writes
@@ -679,13 +718,12 @@ void RunClaimed(Self self, std::vector<ClaimedTask>& claimed) {
       st.deadlines.emplace(st.NowMicros() + task.timeout_us, task.id,
                            task.attempt);
     }
-    if (st.idle_workers.empty()) {
+    std::optional<uint32_t> worker = TakeIdleWorker(st, task.type);
+    if (!worker) {
       st.config.pool->Push(std::move(task));
       continue;
     }
-    uint32_t worker = st.idle_workers.back();
-    st.idle_workers.pop_back();
-    self->send(st.workers[worker], run_atom::value, std::move(task));
+    self->send(st.workers[*worker], run_atom::value, std::move(task));
   }
 }
 
@@ -746,6 +784,8 @@ void Start(Self self, DispatchConfig& config) {
   auto& st = self->state;
   int64_t now = st.NowMicros();
   st.workers = std::move(config.workers);
+  st.local_workers = static_cast<uint32_t>(st.workers.size());
+  st.worker_types.assign(st.workers.size(), nullptr);
   for (uint32_t i = 0; i < st.workers.size(); ++i) st.idle_workers.push_back(i);
   if (st.config.start_log != nullptr) {
     for (uint32_t slot = st.config.start_log->slots(); slot > 0; --slot) {
@@ -784,13 +824,22 @@ void OnOutcome(Self self, uint32_t worker, Outcome& outcome, bool idle) {
   ScheduleDispatch(self);
 }
 
-// A remote worker's slots join the workers, idle.
+// A remote worker's slots join the workers, idle, each serving the types
+// the worker declared; those types may be claimed now.
 void AttachRemote(Self self, RemoteSlots& remote) {
   auto& st = self->state;
   auto first = static_cast<uint32_t>(st.workers.size());
+  auto served = std::make_shared<const std::unordered_set<std::string>>(
+      remote.types.begin(), remote.types.end());
   for (worker_actor& slot : remote.slots) {
     st.idle_workers.push_back(static_cast<uint32_t>(st.workers.size()));
     st.workers.push_back(std::move(slot));
+    st.worker_types.push_back(served);
+  }
+  int64_t now = st.NowMicros();
+  for (const std::string& type : *served) {
+    st.remote_slots_by_type[type] += remote.slots.size();
+    st.RefreshType(type, now);
   }
   if (remote.attached) remote.attached(first);
   ScheduleDispatch(self);
@@ -800,10 +849,18 @@ void AttachRemote(Self self, RemoteSlots& remote) {
 // flight are settled by the gateway, as interrupted.
 void DetachRemote(Self self, const std::vector<uint32_t>& slots) {
   auto& st = self->state;
+  std::unordered_set<std::string> types;
   for (uint32_t slot : slots) {
-    if (slot >= st.workers.size()) continue;
+    if (slot >= st.workers.size() || st.retired_workers.count(slot) != 0) {
+      continue;
+    }
     st.retired_workers.insert(slot);
     st.workers[slot] = nullptr;
+    for (const std::string& type : *st.worker_types[slot]) {
+      auto count = st.remote_slots_by_type.find(type);
+      if (--count->second == 0) st.remote_slots_by_type.erase(count);
+      types.insert(type);
+    }
   }
   auto retired = [&st](uint32_t slot) {
     return st.retired_workers.count(slot) != 0;
@@ -811,6 +868,13 @@ void DetachRemote(Self self, const std::vector<uint32_t>& slots) {
   st.idle_workers.erase(
       std::remove_if(st.idle_workers.begin(), st.idle_workers.end(), retired),
       st.idle_workers.end());
+  int64_t now = st.NowMicros();
+  for (const std::string& type : types) st.RefreshType(type, now);
+  // Claimed ahead for this worker, of a type no one serves now: back to the
+  // queue, where it waits for the next worker that serves it.
+  Recall(
+      self, [&st](const ClaimedTask& task) { return !st.Served(task.type); },
+      DeferReason::kNoWorker);
   ScheduleDispatch(self);
 }
 

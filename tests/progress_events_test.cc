@@ -303,6 +303,7 @@ TEST(EventFieldsTest, DeferredEventsCarryTheirReason) {
   EXPECT_STREQ(DeferReasonName(DeferReason::kPaused), "paused");
   EXPECT_STREQ(DeferReasonName(DeferReason::kStopping), "stopping");
   EXPECT_STREQ(DeferReasonName(DeferReason::kRecalled), "recalled");
+  EXPECT_STREQ(DeferReasonName(DeferReason::kNoWorker), "no_worker");
 }
 
 TEST(EventFieldsTest, AClaimGivenBackByAPauseIsDeferredAsPaused) {

@@ -116,6 +116,8 @@ const char* DeferReasonName(DeferReason reason) {
       return "stopping";
     case DeferReason::kRecalled:
       return "recalled";
+    case DeferReason::kNoWorker:
+      return "no_worker";
   }
   return "invalid";
 }

@@ -366,9 +366,14 @@ enum class DeferReason : uint8_t {
   // It was claimed ahead and a Cancel, CancelGroup or Hold of it came
   // before it started; that command then applies to it.
   kRecalled = 5,
+  // It was claimed ahead for a remote worker (see spool/remote_worker.h),
+  // and every connected worker that serves its type left before it started.
+  // It runs when a worker for its type connects, or a local worker is free.
+  kNoWorker = 6,
 };
 
-// "none", "gate_closed", "snoozed", "paused", "stopping", "recalled".
+// "none", "gate_closed", "snoozed", "paused", "stopping", "recalled",
+// "no_worker".
 const char* DeferReasonName(DeferReason reason);
 
 // Something that happened to a task, delivered to subscribers (see
