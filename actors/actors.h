@@ -65,6 +65,8 @@ using scheduler_actor = caf::typed_actor<
     // Worker `index` finished an attempt; `idle` when it found no claimed
     // task in the pool to go on with, and waits for one.
     caf::reacts_to<outcome_atom, uint32_t, Outcome, bool>,
+    // Several of those at once (the remote workers' gateway).
+    caf::reacts_to<outcome_atom, std::vector<WorkerOutcome>>,
     // A timer fired, or the clock jumped: move due tasks to ready.
     caf::reacts_to<tick_atom>,
     // Calls back once no task is ready, claimed or running (and, if asked,
@@ -179,13 +181,16 @@ using gateway_actor = caf::typed_actor<
     caf::replies_to<hello_atom, RemoteHello>::with<RemoteWelcome>,
     // The worker of this session is alive: its leases are extended.
     caf::reacts_to<heartbeat_atom, uint64_t>,
-    // The worker of this session finished a leased attempt.
-    caf::reacts_to<outcome_atom, uint64_t, RemoteOutcome>,
+    // The worker of this session finished these leased attempts.
+    caf::reacts_to<outcome_atom, uint64_t, std::vector<RemoteOutcome>>,
     // The scheduler sent slot `index` of this session a claimed task to
     // run (from the slot's forwarding actor).
     caf::reacts_to<lease_atom, uint64_t, uint32_t, ClaimedTask>,
     // Internal: the lease timer; expires leases and passes on cancels.
     caf::reacts_to<tick_atom>,
+    // Internal: sends each worker the leases gathered for it, in one
+    // message.
+    caf::reacts_to<flush_atom>,
     // Runtime::Start: hellos are accepted from now on (refused before, so
     // that remote slots are numbered after the local workers).
     caf::reacts_to<start_atom>,

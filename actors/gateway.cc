@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <atomic>
 #include <map>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include <caf/all.hpp>
@@ -32,6 +34,8 @@ struct Session {
   std::shared_ptr<std::atomic<uint32_t>> first;
   uint32_t slots = 0;
   SteadyTime lease_deadline;
+  // Leases not yet sent: they go in one message at the next flush.
+  std::vector<RemoteLease> outbox;
 };
 
 // One attempt handed to a remote worker.
@@ -55,6 +59,9 @@ struct GatewayState {
   std::string spec;
   bool started = false;
   bool stopping = false;
+  // A flush_atom is on its way: the leases gathered until it arrives go
+  // out together.
+  bool flush_pending = false;
 };
 
 using Self = gateway_actor::stateful_pointer<GatewayState>;
@@ -107,25 +114,28 @@ void Lose(Self self, uint64_t id, const std::string& why) {
   Session session = std::move(it->second);
   st.sessions.erase(it);
   st.session_of_peer.erase(session.peer.address());
-  size_t lost = 0;
+  std::vector<WorkerOutcome> lost;
   for (auto lease = st.leases.begin(); lease != st.leases.end();) {
     if (lease->second.session != id) {
       ++lease;
       continue;
     }
-    Outcome outcome;
-    outcome.id = lease->second.task.id;
-    outcome.attempt = lease->second.task.attempt;
-    outcome.status = Status::Aborted(kInterruptedAttemptError);
-    outcome.interrupted = true;
-    SendOutcome(self, lease->second.slot, std::move(outcome), false);
+    WorkerOutcome done;
+    done.worker = lease->second.slot;
+    done.outcome.id = lease->second.task.id;
+    done.outcome.attempt = lease->second.task.attempt;
+    done.outcome.status = Status::Aborted(kInterruptedAttemptError);
+    done.outcome.interrupted = true;
+    lost.push_back(std::move(done));
     lease = st.leases.erase(lease);
-    ++lost;
   }
   st.log->warn(
       "remote worker '{}' (session {}) lost: {}; {} attempt(s) it held "
       "count as interrupted and run again",
-      session.node, id, why, lost);
+      session.node, id, why, lost.size());
+  if (!lost.empty()) {
+    self->send(st.config.scheduler, outcome_atom::value, std::move(lost));
+  }
   uint32_t first = session.first->load();
   if (first != UINT32_MAX) {
     std::vector<uint32_t> slots;
@@ -277,27 +287,48 @@ void OnLease(Self self, uint64_t session_id, uint32_t slot, ClaimedTask& task) {
   lease.group = text(spec->group());
   lease.idempotency_key = text(spec->idempotency_key());
   RecordLease(self, task, session->second.node);
-  caf::actor peer = session->second.peer;
   st.leases.emplace(lease.lease, Lease{session_id, slot, std::move(task)});
-  caf::anon_send(peer, lease_atom::value, session_id, std::move(lease));
+  session->second.outbox.push_back(std::move(lease));
+  if (!st.flush_pending) {
+    // Behind the lease messages already in the mailbox: those join this
+    // one's message.
+    st.flush_pending = true;
+    self->send(self, flush_atom::value);
+  }
 }
 
-void OnOutcome(Self self, uint64_t session_id, RemoteOutcome& remote) {
+void OnFlush(Self self) {
   auto& st = self->state;
-  auto session = st.sessions.find(session_id);
+  st.flush_pending = false;
+  for (auto& [id, session] : st.sessions) {
+    if (session.outbox.empty()) continue;
+    caf::anon_send(session.peer, lease_atom::value, id,
+                   std::exchange(session.outbox, {}));
+  }
+}
+
+// Whether the message being handled comes from the worker that said hello
+// for `session`: a session id alone proves nothing, anyone who reaches
+// the port can guess one.
+bool FromItsWorker(Self self, const Session& session) {
+  return self->current_sender() == session.peer.address();
+}
+
+// The outcome of one leased attempt, as the scheduler takes it; nothing
+// if its lease is no longer held.
+std::optional<WorkerOutcome> TakeOutcome(Self self, uint64_t session_id,
+                                         RemoteOutcome& remote) {
+  auto& st = self->state;
   auto lease = st.leases.find(remote.lease);
-  if (session == st.sessions.end() || lease == st.leases.end() ||
-      lease->second.session != session_id ||
+  if (lease == st.leases.end() || lease->second.session != session_id ||
       lease->second.task.id != remote.task ||
       lease->second.task.attempt != remote.attempt) {
     st.log->warn(
         "refused the outcome of task {} attempt {} (lease {}, session {}): "
         "that lease was given away, the attempt's task runs elsewhere",
         remote.task, remote.attempt, remote.lease, session_id);
-    return;
+    return std::nullopt;
   }
-  session->second.lease_deadline =
-      std::chrono::steady_clock::now() + st.config.lease;
   Outcome outcome;
   outcome.id = remote.task;
   outcome.attempt = remote.attempt;
@@ -309,7 +340,44 @@ void OnOutcome(Self self, uint64_t session_id, RemoteOutcome& remote) {
   if (remote.has_result) outcome.result = std::move(remote.result);
   uint32_t slot = lease->second.slot;
   st.leases.erase(lease);
-  SendOutcome(self, slot, std::move(outcome), true);
+  return WorkerOutcome{slot, std::move(outcome), true};
+}
+
+void OnOutcomes(Self self, uint64_t session_id,
+                std::vector<RemoteOutcome>& remote) {
+  auto& st = self->state;
+  auto session = st.sessions.find(session_id);
+  if (session == st.sessions.end() || !FromItsWorker(self, session->second)) {
+    if (remote.empty()) return;
+    st.log->warn(
+        "refused the outcome of task {} attempt {} (lease {}, session {}) "
+        "and of {} more from {}: the session was dropped (its leases were "
+        "given away) or that peer is not its worker",
+        remote[0].task, remote[0].attempt, remote[0].lease, session_id,
+        remote.size() - 1, PeerName(self));
+    return;
+  }
+  if (remote.size() > session->second.slots) {
+    // More than it can hold leases for: not a worker keeping to the
+    // protocol. Its leases stay, and run out if it is gone.
+    st.log->warn(
+        "refused {} outcomes at once from remote worker '{}': it "
+        "holds at most {} leases",
+        remote.size(), session->second.node, session->second.slots);
+    return;
+  }
+  session->second.lease_deadline =
+      std::chrono::steady_clock::now() + st.config.lease;
+  std::vector<WorkerOutcome> outcomes;
+  outcomes.reserve(remote.size());
+  for (RemoteOutcome& one : remote) {
+    if (auto done = TakeOutcome(self, session_id, one)) {
+      outcomes.push_back(std::move(*done));
+    }
+  }
+  if (!outcomes.empty()) {
+    self->send(st.config.scheduler, outcome_atom::value, std::move(outcomes));
+  }
 }
 
 // Expires sessions past their lease, and passes cancels (Runtime::Cancel,
@@ -366,6 +434,9 @@ gateway_actor::behavior_type GatewayBehavior(Self self, GatewayConfig config) {
       [self](heartbeat_atom, uint64_t session_id) {
         auto& st = self->state;
         auto it = st.sessions.find(session_id);
+        if (it != st.sessions.end() && !FromItsWorker(self, it->second)) {
+          return;  // a guessed session id: not its worker's heartbeat
+        }
         if (it == st.sessions.end()) {
           // Dropped (e.g. it stalled past its lease): it must say hello
           // again, and its leases are gone.
@@ -376,12 +447,14 @@ gateway_actor::behavior_type GatewayBehavior(Self self, GatewayConfig config) {
         it->second.lease_deadline =
             std::chrono::steady_clock::now() + st.config.lease;
       },
-      [self](outcome_atom, uint64_t session_id, RemoteOutcome& outcome) {
-        OnOutcome(self, session_id, outcome);
+      [self](outcome_atom, uint64_t session_id,
+             std::vector<RemoteOutcome>& outcomes) {
+        OnOutcomes(self, session_id, outcomes);
       },
       [self](lease_atom, uint64_t session_id, uint32_t slot,
              ClaimedTask& task) { OnLease(self, session_id, slot, task); },
       [self](tick_atom) { OnTick(self); },
+      [self](flush_atom) { OnFlush(self); },
       [self](start_atom) { self->state.started = true; },
       [self](stop_atom) {
         auto& st = self->state;
@@ -412,6 +485,10 @@ void RegisterRemoteTypes(caf::actor_system_config* config) {
   config->add_message_type<RemoteWelcome>("spool.RemoteWelcome");
   config->add_message_type<RemoteLease>("spool.RemoteLease");
   config->add_message_type<RemoteOutcome>("spool.RemoteOutcome");
+  config->add_message_type<std::vector<RemoteLease>>(
+      "std::vector<spool.RemoteLease>");
+  config->add_message_type<std::vector<RemoteOutcome>>(
+      "std::vector<spool.RemoteOutcome>");
 }
 
 gateway_actor SpawnGateway(caf::actor_system& system, GatewayConfig config) {

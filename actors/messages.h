@@ -78,6 +78,7 @@ using lease_atom = caf::atom_constant<caf::atom("lease")>;
 using heartbeat_atom = caf::atom_constant<caf::atom("heartbeat")>;
 using revoke_atom = caf::atom_constant<caf::atom("revoke")>;
 using detach_atom = caf::atom_constant<caf::atom("detach")>;
+using flush_atom = caf::atom_constant<caf::atom("flush")>;
 
 // ---- Payloads ----
 
@@ -439,6 +440,14 @@ struct ReadJob {
 // before reporting back.
 using ReadBatch = std::shared_ptr<std::vector<ReadJob>>;
 
+// The end of an attempt run by worker slot `worker`; `idle`: the slot
+// takes a new task now. Sent in batches by the gateway.
+struct WorkerOutcome {
+  uint32_t worker = 0;
+  Outcome outcome;
+  bool idle = false;
+};
+
 // ---- Remote workers (actors/gateway.h, docs/scale-out.md) ----
 
 // The first message of a remote worker: who it is, what it serves, and the
@@ -497,8 +506,8 @@ struct RemoteOutcome {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, RemoteHello& x) {
-  return f(caf::meta::type_name("spool.RemoteHello"), x.secret, x.node,
-           x.types, x.concurrency);
+  return f(caf::meta::type_name("spool.RemoteHello"), x.secret, x.node, x.types,
+           x.concurrency);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, RemoteWelcome& x) {
@@ -618,6 +627,7 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<spool::actors::QueueEntry>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::ClaimedTask)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::Outcome)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<spool::actors::Outcome>)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<spool::actors::WorkerOutcome>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::RecoverCommand)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::QueueChanges)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::RecoveryJob)

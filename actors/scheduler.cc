@@ -946,6 +946,11 @@ scheduler_actor::behavior_type SchedulerBehavior(Self self,
       [self](outcome_atom, uint32_t worker, Outcome& outcome, bool idle) {
         OnOutcome(self, worker, outcome, idle);
       },
+      [self](outcome_atom, std::vector<WorkerOutcome>& outcomes) {
+        for (WorkerOutcome& done : outcomes) {
+          OnOutcome(self, done.worker, done.outcome, done.idle);
+        }
+      },
       [self](tick_atom) {
         auto& s = self->state;
         if (s.NowMicros() >= s.timer_armed_for) s.timer_armed_for = kNever;

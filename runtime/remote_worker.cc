@@ -50,6 +50,10 @@ struct NodeState {
   uint64_t session = 0;
   std::chrono::milliseconds backoff{0};
   bool refused = false;
+  // Outcomes not yet sent, by session: they go in one message per session
+  // at the next flush.
+  std::map<uint64_t, std::vector<RemoteOutcome>> outbox;
+  bool flush_pending = false;
 };
 
 class RemoteWorkerImpl final : public RemoteWorker {
@@ -100,16 +104,22 @@ class RemoteWorkerImpl final : public RemoteWorker {
     if (!first_answer_) first_answer_ = status;
     cv_.notify_all();
   }
-  void Enqueue(uint64_t session, RemoteLease lease) {
-    Work work;
-    work.session = session;
-    work.control = std::make_shared<internal::AttemptControl>(
-        lease.task, std::shared_ptr<ProgressBoard>());
-    work.lease = std::move(lease);
+  void Enqueue(uint64_t session, std::vector<RemoteLease>& leases) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (closing_) return;
-    queue_.push_back(std::move(work));
-    cv_.notify_one();
+    for (RemoteLease& lease : leases) {
+      Work work;
+      work.session = session;
+      work.control = std::make_shared<internal::AttemptControl>(
+          lease.task, std::shared_ptr<ProgressBoard>());
+      work.lease = std::move(lease);
+      queue_.push_back(std::move(work));
+    }
+    if (leases.size() == 1) {
+      cv_.notify_one();
+    } else {
+      cv_.notify_all();
+    }
   }
   // The session is gone: its running attempts are asked to stop, its
   // queued ones dropped (the runtime settles them).
@@ -155,6 +165,20 @@ class RemoteWorkerImpl final : public RemoteWorker {
 };
 
 using NodeSelf = caf::stateful_actor<NodeState>*;
+
+// Sends the gathered outcomes, one message per session. Sent even for a
+// session since dropped: the gateway refuses them, and logs that it did.
+void FlushOutcomes(NodeSelf self) {
+  auto& st = self->state;
+  st.flush_pending = false;
+  if (st.gateway) {
+    for (auto& [session, outcomes] : st.outbox) {
+      self->send(st.gateway, actors::outcome_atom::value, session,
+                 std::move(outcomes));
+    }
+  }
+  st.outbox.clear();
+}
 
 void Retry(NodeSelf self) {
   auto& st = self->state;
@@ -232,8 +256,9 @@ caf::behavior NodeBehavior(NodeSelf self, RemoteWorkerImpl* worker,
         self->delayed_send(self, std::chrono::milliseconds(period_ms),
                            actors::heartbeat_atom::value, period_ms);
       },
-      [self](actors::lease_atom, uint64_t session, RemoteLease& lease) {
-        self->state.worker->Enqueue(session, std::move(lease));
+      [self](actors::lease_atom, uint64_t session,
+             std::vector<RemoteLease>& leases) {
+        self->state.worker->Enqueue(session, leases);
       },
       [self](actors::revoke_atom, uint64_t session, uint64_t lease) {
         auto& st = self->state;
@@ -252,14 +277,19 @@ caf::behavior NodeBehavior(NodeSelf self, RemoteWorkerImpl* worker,
       },
       [self](actors::outcome_atom, uint64_t session, RemoteOutcome& outcome) {
         auto& st = self->state;
-        // Sent even for a session since dropped: the gateway refuses it,
-        // and logs that it did.
-        if (st.gateway) {
-          self->send(st.gateway, actors::outcome_atom::value, session,
-                     std::move(outcome));
+        st.outbox[session].push_back(std::move(outcome));
+        if (!st.flush_pending) {
+          // Behind the outcomes already in the mailbox: those join this
+          // one's message.
+          st.flush_pending = true;
+          self->send(self, actors::flush_atom::value);
         }
       },
-      [self](actors::stop_atom) { self->quit(); },
+      [self](actors::flush_atom) { FlushOutcomes(self); },
+      [self](actors::stop_atom) {
+        FlushOutcomes(self);  // the flush_atom may be behind the stop
+        self->quit();
+      },
   };
 }
 
