@@ -394,6 +394,8 @@ void OnTick(Self self) {
          "no heartbeat within " + std::to_string(st.config.lease.count()) +
              " ms (remote.lease_ms)");
   }
+  // A revoke must not overtake the lease it names.
+  if (st.flush_pending) OnFlush(self);
   for (auto& [id, lease] : st.leases) {
     if (lease.revoked || !lease.task.control ||
         !lease.task.control->cancelled()) {

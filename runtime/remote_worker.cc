@@ -134,10 +134,15 @@ class RemoteWorkerImpl final : public RemoteWorker {
     }
     queue_.swap(kept);
   }
+  // Cancels the attempt of `lease`, running or still queued (its handler
+  // then starts cancelled).
   void CancelLease(uint64_t lease) {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = running_.find(lease);
     if (it != running_.end()) it->second.control->Cancel();
+    for (Work& work : queue_) {
+      if (work.lease.lease == lease) work.control->Cancel();
+    }
   }
   void CountReconnect() { reconnects_.fetch_add(1); }
 

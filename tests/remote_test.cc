@@ -321,6 +321,39 @@ TEST_F(RemoteTest, AWorkerIsSentOnlyTheTypesItDeclared) {
   EXPECT_EQ(StartsIn(dir_.Sub("sleep-only.log")).size(), 50u);
 }
 
+// Runtime::Cancel reaches the handler on the remote worker: the running
+// attempt and the one leased ahead behind it (queued on the worker, not
+// started) both end cancelled, long before their sleeps would.
+TEST_F(RemoteTest, CancelReachesRunningAndQueuedRemoteAttempts) {
+  Open();
+  auto worker = Worker("canceller", "sleep", 1);
+  ExpectConnected(*worker);
+  std::vector<TaskId> ids = EnqueueMany("sleep", "20000", 2);
+  ASSERT_TRUE(
+      WaitUntil([&] { return StartsIn(dir_.Sub("canceller.log")).size() == 1; },
+                std::chrono::seconds(10)));
+  ASSERT_TRUE(WaitUntil([&] { return Info(ids[1]).remote_node == "canceller"; },
+                        std::chrono::seconds(5)));
+  auto started = std::chrono::steady_clock::now();
+  for (TaskId id : ids) {
+    ASSERT_TRUE(testing::Await(runtime_->Cancel(id)).ok());
+  }
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        return Info(ids[0]).status == TaskStatus::kCancelled &&
+               Info(ids[1]).status == TaskStatus::kCancelled;
+      },
+      std::chrono::seconds(10)));
+  // The worker's one thread is free again only if both handlers were cut
+  // short: a third task runs on it well within the 20 s either would sleep.
+  std::vector<TaskId> third = EnqueueMany("sleep", "1", 1);
+  ASSERT_TRUE(
+      WaitUntil([&] { return Info(third[0]).status == TaskStatus::kSucceeded; },
+                std::chrono::seconds(8)));
+  EXPECT_LT(std::chrono::steady_clock::now() - started,
+            std::chrono::seconds(10));
+}
+
 TEST_F(RemoteTest, WorkerWithAWrongOrMissingSecretIsRefused) {
   Open();
   std::string wrong = WriteSecret(dir_, "wrong", "not-the-secret-at-all-000");
