@@ -854,6 +854,7 @@ void DetachRemote(Self self, const std::vector<uint32_t>& slots) {
     if (slot >= st.workers.size() || st.retired_workers.count(slot) != 0) {
       continue;
     }
+    if (st.worker_types[slot] == nullptr) continue;  // a local worker
     st.retired_workers.insert(slot);
     st.workers[slot] = nullptr;
     for (const std::string& type : *st.worker_types[slot]) {
