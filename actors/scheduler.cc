@@ -592,14 +592,14 @@ void Rebalance(Self self) {
   auto& st = self->state;
   for (size_t i = st.idle_workers.size(); i > 0; --i) {
     uint32_t worker = st.idle_workers[i - 1];
-    const auto& served = st.worker_types[worker];
+    bool serves_all = st.worker_types[worker] == nullptr;
     std::optional<ClaimedTask> task =
-        served == nullptr ? st.config.pool->Pop()
-                          : st.config.pool->PopIf([&](const ClaimedTask& t) {
-                              return served->count(t.type) != 0;
-                            });
+        serves_all ? st.config.pool->Pop()
+                   : st.config.pool->PopIf([&](const ClaimedTask& t) {
+                       return st.Serves(worker, t.type);
+                     });
     if (!task) {
-      if (served == nullptr) return;  // the pool is empty
+      if (serves_all) return;  // the pool is empty
       continue;
     }
     st.idle_workers.erase(st.idle_workers.begin() + (i - 1));
