@@ -12,6 +12,7 @@
 #include <caf/all.hpp>
 #include <spdlog/spdlog.h>
 
+#include "actors/handler_registry.h"
 #include "storage/queries.h"
 #include "storage/record.h"
 #include "storage/task_record_generated.h"
@@ -236,6 +237,31 @@ void RecordLease(Self self, const ClaimedTask& task, const std::string& node) {
   self->send(st.config.writer, control_atom::value, std::move(command));
 }
 
+// Whether the named rate limits let `task` be leased now, as a local
+// worker asks them before it runs an attempt; else `outcome` says why not.
+bool AdmittedByRate(GatewayState& st, const ClaimedTask& task,
+                    const storage::fb::TaskSpec& spec, Outcome* outcome) {
+  RateBuckets* buckets = st.config.rate_buckets.get();
+  if (buckets == nullptr || buckets->empty() ||
+      !buckets->LimitsType(task.type)) {
+    return true;
+  }
+  auto view = [](const flatbuffers::String* v) {
+    return v == nullptr ? std::string_view() : v->string_view();
+  };
+  std::string_view payload;
+  if (spec.payload() != nullptr) {
+    payload =
+        std::string_view(reinterpret_cast<const char*>(spec.payload()->data()),
+                         spec.payload()->size());
+  }
+  TaskContext context =
+      TaskContextBuilder::For(task, payload, view(spec.group()),
+                              view(spec.idempotency_key()), nullptr, {});
+  std::optional<AdmittedBuckets> admitted;
+  return AdmitByRate(buckets, task, context, &admitted, outcome);
+}
+
 // A claimed task for slot `slot` of `session`: read its spec and lease it.
 void OnLease(Self self, uint64_t session_id, uint32_t slot, ClaimedTask& task) {
   auto& st = self->state;
@@ -258,6 +284,10 @@ void OnLease(Self self, uint64_t session_id, uint32_t slot, ClaimedTask& task) {
     outcome.started = false;
     outcome.unreadable = true;
     outcome.status = s.WithContext("reading the task to lease it");
+    SendOutcome(self, slot, std::move(outcome), true);
+    return;
+  }
+  if (!AdmittedByRate(st, task, *spec, &outcome)) {
     SendOutcome(self, slot, std::move(outcome), true);
     return;
   }

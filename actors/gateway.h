@@ -32,6 +32,7 @@
 #include <spool/clock.h>
 
 #include "actors/actors.h"
+#include "actors/rate_buckets.h"
 #include "storage/start_log.h"
 #include "storage/task_store.h"
 
@@ -55,6 +56,9 @@ struct GatewayConfig {
   std::chrono::milliseconds heartbeat{1000};
   // Slots attached per worker beyond its declared concurrency.
   uint32_t claim_ahead = 16;
+  // The named rate limits, asked before each lease of a type they cover
+  // (null: there are none).
+  std::shared_ptr<RateBuckets> rate_buckets;
 };
 
 // Spawns the gateway; the caller publishes it (caf::io::publish).

@@ -193,7 +193,36 @@ Outcome RunAttempt(const HandlerRegistry& registry, const ClaimedTask& task,
 
   TaskContext context =
       TaskContextBuilder::For(task, spec, payload, control, inputs);
+  std::optional<AdmittedBuckets> admitted;
+  if (!AdmitByRate(inputs.rate_buckets, task, context, &admitted, &outcome)) {
+    return outcome;
+  }
+  if (admitted) TaskContextBuilder::HoldWith(context, &*admitted);
   return RunHandler(entry, task, context, control, inputs, std::move(outcome));
+}
+
+bool AdmitByRate(RateBuckets* buckets, const ClaimedTask& task,
+                 const TaskContext& context,
+                 std::optional<AdmittedBuckets>* admitted, Outcome* outcome) {
+  if (buckets == nullptr || buckets->empty() ||
+      !buckets->LimitsType(task.type)) {
+    return true;
+  }
+  RateBuckets::Verdict verdict = buckets->Admit(task.id, task.type, context);
+  if (!verdict.status.ok()) {
+    // A key function failed: the attempt fails (and counts) without its
+    // handler, and the policy retries it.
+    outcome->status = std::move(verdict.status);
+    return false;
+  }
+  if (verdict.wait_until_us != 0) {
+    outcome->started = false;
+    outcome->given_back = DeferReason::kRateLimited;
+    outcome->given_back_until_us = verdict.wait_until_us;
+    return false;
+  }
+  admitted->emplace(buckets, std::move(verdict.buckets));
+  return true;
 }
 
 Outcome RunLeasedAttempt(const RegisteredHandler& entry,

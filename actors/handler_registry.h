@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -13,6 +14,7 @@
 
 #include "actors/attempt_control.h"
 #include "actors/messages.h"
+#include "actors/rate_buckets.h"
 #include "storage/record.h"
 
 namespace spool::storage::fb {
@@ -23,12 +25,14 @@ namespace spool {
 
 namespace actors {
 // What an attempt gets besides its task: the runtime's bounds on what a
-// handler may ask for (Options::max_result_bytes, max_snoozes), and how its
-// dependencies ended (null: it has none).
+// handler may ask for (Options::max_result_bytes, max_snoozes), how its
+// dependencies ended (null: it has none), and the named rate limits that
+// admit it (null: there are none).
 struct AttemptInputs {
   size_t max_result_bytes = 0;
   uint32_t max_snoozes = 0;
   const std::vector<DependencyOutcome>* dependencies = nullptr;
+  RateBuckets* rate_buckets = nullptr;
 };
 }  // namespace actors
 
@@ -50,6 +54,11 @@ class TaskContextBuilder {
                          std::string_view idempotency_key,
                          internal::AttemptControl* control,
                          const actors::AttemptInputs& inputs);
+  // Lets the context's handler hold the buckets its attempt was admitted
+  // under (TaskContext::HoldRateLimits); `hold` outlives the handler.
+  static void HoldWith(TaskContext& context, internal::RateHold* hold) {
+    context.rate_hold_ = hold;
+  }
 };
 
 namespace actors {
@@ -72,6 +81,15 @@ Outcome RunAttempt(const HandlerRegistry& registry, const ClaimedTask& task,
                    const storage::fb::TaskSpec& spec,
                    internal::AttemptControl* control,
                    const AttemptInputs& inputs);
+
+// Asks `buckets` (null: no named rate limits) whether the attempt `context`
+// describes may start now. False: `outcome` is complete, given back
+// unstarted until its reserved slot (DeferReason::kRateLimited), or failed
+// by a key function. True: it may start; `admitted` then holds the buckets
+// it counted against, if any.
+bool AdmitByRate(RateBuckets* buckets, const ClaimedTask& task,
+                 const TaskContext& context,
+                 std::optional<AdmittedBuckets>* admitted, Outcome* outcome);
 
 // Runs one attempt of a task leased to a remote worker with `entry`, the
 // worker's handler: as RunAttempt does, minus what needs the store (payload

@@ -17,6 +17,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -292,6 +293,9 @@ struct Outcome {
   // deferred event), and for kGateClosed the gate that closed.
   DeferReason given_back = DeferReason::kNone;
   std::string given_back_gate;
+  // With started == false: the task is due again then (task clock, us), not
+  // at once (a named rate limit's reserved slot); 0 for at once.
+  int64_t given_back_until_us = 0;
   // The handler returned an error after Close asked it to stop
   // (TaskContext::stopping): as with an unstarted claim, the attempt does
   // not count and the task goes back to the queue.
@@ -354,7 +358,8 @@ int64_t FirstPeriodicSlot(const Schedule& schedule, bool catch_up,
                           std::optional<int64_t> last_stored_slot_us,
                           int64_t now_us);
 
-// Meta values to store with the next commit (e.g. rate-limit state).
+// Meta values to store with the next commit (e.g. rate-limit state); an
+// empty value deletes its key.
 struct MetaUpdate {
   std::vector<std::pair<std::string, std::string>> values;
 };
@@ -378,6 +383,8 @@ struct RecoveryResult {
   // slot of each periodic task, by name.
   std::unordered_map<std::string, int64_t> rate_state;
   std::unordered_map<std::string, int64_t> periodic_slots;
+  // Named rate limits' buckets (actors/rate_buckets.h): (name, key, time).
+  std::vector<std::tuple<std::string, std::string, int64_t>> rate_buckets;
   StoredControls controls;
 };
 

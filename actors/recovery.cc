@@ -142,6 +142,29 @@ Status LoadControls(const storage::TaskStore& store, StoredControls* out) {
       });
 }
 
+// Reads the named rate limits' stored buckets (RateBuckets::StateKey). A
+// damaged entry is skipped: its bucket starts afresh.
+Status LoadRateBuckets(
+    const storage::TaskStore& store,
+    std::vector<std::tuple<std::string, std::string, int64_t>>* out) {
+  const std::string_view prefix = RateBuckets::kStatePrefix;
+  return store.Scan(
+      storage::ColumnFamily::kMeta, prefix, "",
+      [&](std::string_view key, std::string_view value) {
+        std::string_view rest = key.substr(prefix.size());
+        std::string_view name, bucket;
+        if (value.size() != 8 || !storage::GetKeyString(&rest, &name) ||
+            !storage::GetKeyString(&rest, &bucket) || !rest.empty()) {
+          Logger()->warn("a stored rate-limit bucket is damaged and ignored");
+          return true;
+        }
+        out->emplace_back(
+            std::string(name), std::string(bucket),
+            storage::DecodeTime(storage::GetBigEndian64(value.data())));
+        return true;
+      });
+}
+
 }  // namespace
 
 Status LoadSchedulerState(const storage::TaskStore& store,
@@ -163,6 +186,7 @@ Status LoadSchedulerState(const storage::TaskStore& store,
         });
   };
   Status s = load_times("rate/", true, &result->rate_state);
+  if (s.ok()) s = LoadRateBuckets(store, &result->rate_buckets);
   if (s.ok()) s = load_times("periodic/", false, &result->periodic_slots);
   if (s.ok()) s = LoadControls(store, &result->controls);
   return s;

@@ -652,9 +652,13 @@ void Dispatch(Self self) {
   }
 
   SendOutcomes(st, self);
-  if (!st.control_updates.empty()) {
-    self->send(st.config.writer, meta_atom::value,
-               MetaUpdate{std::exchange(st.control_updates, {})});
+  std::vector<std::pair<std::string, std::string>> meta =
+      std::exchange(st.control_updates, {});
+  // Workers and the gateway changed the buckets before the outcomes this
+  // dispatch follows.
+  if (st.config.rate_buckets) st.config.rate_buckets->TakeChanges(&meta);
+  if (!meta.empty()) {
+    self->send(st.config.writer, meta_atom::value, MetaUpdate{std::move(meta)});
   }
   auto steady_now = std::chrono::steady_clock::now();
   bool writes_blocked = steady_now < st.writes_blocked_until;

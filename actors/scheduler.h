@@ -31,6 +31,7 @@
 #include "actors/actors.h"
 #include "actors/attempt_control.h"
 #include "actors/claimed_pool.h"
+#include "actors/rate_buckets.h"
 #include "storage/start_log.h"
 #include "util/metrics.h"
 
@@ -59,6 +60,9 @@ struct SchedulerConfig {
   std::chrono::milliseconds storage_retry_delay{100};
   // Tasks claimed ahead of the workers, shared with them.
   std::shared_ptr<ClaimedPool> pool;
+  // The named rate limits, whose changed buckets the scheduler sends the
+  // writer to store (null: none).
+  std::shared_ptr<RateBuckets> rate_buckets;
   // The most tasks kept claimed ahead (runtime.claim_ahead).
   size_t claim_ahead = 256;
   // Where workers record starts (null: nowhere). Its slots bound the

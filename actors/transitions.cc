@@ -219,6 +219,10 @@ void Settle(storage::StateRecord* record, const Outcome& outcome,
   record->lease_deadline_us = 0;
   if (!outcome.started || outcome.stopped) {
     ReturnUnstarted(record, now_us);
+    if (!outcome.started && outcome.given_back_until_us > now_us &&
+        record->status != TaskStatus::kCancelled) {
+      record->next_attempt_us = outcome.given_back_until_us;
+    }
     return;
   }
   if (outcome.interrupted) {

@@ -31,7 +31,7 @@ struct WorkerState {
 // durable. Tasks without dependencies read nothing.
 AttemptInputs InputsFor(WorkerState& st, const ClaimedTask& task) {
   AttemptInputs inputs{st.config.max_result_bytes, st.config.max_snoozes,
-                       nullptr};
+                       nullptr, st.config.rate_buckets.get()};
   if (task.depends_on.empty()) return inputs;
   st.dependencies.clear();
   for (TaskId id : task.depends_on) {

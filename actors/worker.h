@@ -39,6 +39,9 @@ struct WorkerConfig {
   // Options::max_result_bytes and max_snoozes, for the handlers.
   size_t max_result_bytes = 0;
   uint32_t max_snoozes = 0;
+  // The named rate limits, asked before each attempt of a type they cover
+  // (null: there are none).
+  std::shared_ptr<RateBuckets> rate_buckets;
 };
 
 // Spawns a worker on a thread of its own (detached): a handler may block.

@@ -37,6 +37,7 @@ Status RuntimeImpl::StartGateway() {
   config.lease = options_.remote_lease;
   config.heartbeat = options_.remote_heartbeat;
   config.claim_ahead = static_cast<uint32_t>(options_.remote_claim_ahead);
+  config.rate_buckets = rate_buckets_;
   gateway_ = actors::SpawnGateway(*actor_system_, std::move(config));
   auto published = actor_system_->middleman().publish(
       gateway_, port, host.empty() ? nullptr : host.c_str(),

@@ -300,6 +300,22 @@ Status RuntimeImpl::RegisterGate(std::string_view name,
   return gates_->Register(std::string(name), std::move(gate));
 }
 
+Status RuntimeImpl::AddRateLimit(std::string_view name, RateLimit limit,
+                                 std::vector<std::string> types,
+                                 RateKeyOf key_of) {
+  CallGuard guard(this);
+  if (guard.closed()) return ClosedError();
+  if (read_only_) return ReadOnlyError("AddRateLimit");
+  std::lock_guard<std::mutex> lock(registry_mutex_);
+  if (started_) {
+    return Status::FailedPrecondition("AddRateLimit: rate limit '" +
+                                      std::string(name) +
+                                      "' added after Start");
+  }
+  return rate_buckets_->Add(actors::RateBuckets::Limit{
+      std::string(name), limit, std::move(types), std::move(key_of)});
+}
+
 Status RuntimeImpl::SetGate(std::string_view gate, bool open) {
   if (read_only_) return ReadOnlyError("SetGate");
   if (gate.empty()) return Status::InvalidArgument("SetGate needs a gate name");

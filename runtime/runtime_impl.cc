@@ -360,6 +360,17 @@ Result<actors::RecoveryResult> RuntimeImpl::Recover() {
 }
 
 void RuntimeImpl::StartScheduler(actors::RecoveryResult recovered) {
+  std::function<std::string(std::string_view)> stored_key;
+  if (store_->encrypted()) {
+    // Bucket keys come from payloads: stored as tags, like groups.
+    stored_key = [store = store_.get()](std::string_view key) {
+      return store->StoredGroup(key);
+    };
+  }
+  rate_buckets_ = std::make_shared<actors::RateBuckets>(clock_, stored_key);
+  for (const auto& [name, key, tat] : recovered.rate_buckets) {
+    rate_buckets_->Restore(name, key, tat);
+  }
   periodic_slots_ = recovered.periodic_slots;
   paused_ = recovered.controls.paused;
   actors::SchedulerConfig scheduler_config;
@@ -378,6 +389,7 @@ void RuntimeImpl::StartScheduler(actors::RecoveryResult recovered) {
   scheduler_config.progress = progress_;
   scheduler_config.allocate_id = [this] { return PeriodicId(); };
   scheduler_config.pool = pool_;
+  scheduler_config.rate_buckets = rate_buckets_;
   scheduler_config.claim_ahead = static_cast<size_t>(options_.claim_ahead);
   scheduler_config.start_log = start_log_.get();
   scheduler_config.metrics = ActorMetrics();
@@ -552,6 +564,7 @@ Status RuntimeImpl::Start() {
     config.metrics = ActorMetrics();
     config.max_result_bytes = options_.max_result_bytes;
     config.max_snoozes = options_.max_snoozes;
+    config.rate_buckets = rate_buckets_;
     workers_.push_back(actors::SpawnWorker(*actor_system_, std::move(config)));
   }
   dispatch.workers = workers_;

@@ -130,6 +130,9 @@ class RuntimeImpl final : public Runtime {
   uint64_t Subscribe(std::function<void(const TaskEvent&)> listener) override;
   Status RegisterGate(std::string_view name,
                       std::shared_ptr<Gate> gate) override;
+  Status AddRateLimit(std::string_view name, RateLimit limit,
+                      std::vector<std::string> types,
+                      RateKeyOf key_of) override;
   uint64_t SubscribeStorageHealth(
       std::function<void(const StorageHealthEvent&)> listener) override;
   void Unsubscribe(uint64_t token) override;
@@ -320,6 +323,10 @@ class RuntimeImpl final : public Runtime {
   // with every enqueue command's `done`, which releases its room. Made at
   // StartWriter, since it sends to the writer.
   std::shared_ptr<Admission> admission_;
+  // The named rate limits (AddRateLimit), asked by the workers and the
+  // gateway before each attempt of a type they cover. Made at
+  // StartScheduler, with the buckets' stored state; null when read-only.
+  std::shared_ptr<actors::RateBuckets> rate_buckets_;
   // The application's gates (RegisterGate), asked on a thread of their own.
   std::shared_ptr<GateChecker> gates_ =
       std::make_shared<GateChecker>(options_.gate_recheck_interval);

@@ -1602,7 +1602,13 @@ void TaskStore::CommitBatch::Count(const StateRecord& state, int delta) {
 }
 
 void TaskStore::CommitBatch::StageMeta() {
-  for (const auto& [key, value] : txn_.meta_) batch_.Put(meta_, key, value);
+  for (const auto& [key, value] : txn_.meta_) {
+    if (value.empty()) {
+      batch_.Delete(meta_, key);
+    } else {
+      batch_.Put(meta_, key, value);
+    }
+  }
   // The runtime counts ids on from reserved_ids() after a restart, so the
   // stored reservation must stay ahead of every id handed out: at least
   // half a block of headroom, renewed a block at a time.
@@ -1991,6 +1997,7 @@ Status WriteTxn::ScanIndex(std::string_view prefix, std::string_view start,
 
 Status WriteTxn::GetMeta(std::string_view key, std::string* value) {
   if (auto it = meta_.find(std::string(key)); it != meta_.end()) {
+    if (it->second.empty()) return Status::NotFound("meta value deleted");
     *value = it->second;
     return Status::OK();
   }

@@ -590,7 +590,8 @@ class WriteTxn {
 
   // A meta value as this transaction sees it; NotFound when absent.
   Status GetMeta(std::string_view key, std::string* value);
-  // Stages a meta value.
+  // Stages a meta value; an empty one deletes the key (no meta value is
+  // empty).
   void PutMeta(std::string key, std::string value);
 
   // The next enqueue sequence number.

@@ -304,6 +304,7 @@ TEST(EventFieldsTest, DeferredEventsCarryTheirReason) {
   EXPECT_STREQ(DeferReasonName(DeferReason::kStopping), "stopping");
   EXPECT_STREQ(DeferReasonName(DeferReason::kRecalled), "recalled");
   EXPECT_STREQ(DeferReasonName(DeferReason::kNoWorker), "no_worker");
+  EXPECT_STREQ(DeferReasonName(DeferReason::kRateLimited), "rate_limited");
 }
 
 TEST(EventFieldsTest, AClaimGivenBackByAPauseIsDeferredAsPaused) {

@@ -118,6 +118,8 @@ const char* DeferReasonName(DeferReason reason) {
       return "recalled";
     case DeferReason::kNoWorker:
       return "no_worker";
+    case DeferReason::kRateLimited:
+      return "rate_limited";
   }
   return "invalid";
 }

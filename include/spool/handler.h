@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include <spool/rate_limit.h>
 #include <spool/status.h>
 #include <spool/task.h>
 
@@ -19,6 +20,7 @@ namespace spool {
 
 namespace internal {
 class AttemptControl;
+class RateHold;
 }  // namespace internal
 
 // How a task this one depends on ended, as its dependent's attempt sees it
@@ -142,6 +144,22 @@ class TaskContext {
   // dependency failed, or to use their results. Empty without dependencies.
   const std::vector<DependencyOutcome>& dependencies() const;
 
+  // Holds the buckets of the named rate limits (Runtime::AddRateLimit) this
+  // attempt was admitted under, for `duration` from now: no attempt of
+  // those buckets starts before then, and the next ones start at the
+  // limit's pace after it. Stored like the limit's state, so a restart
+  // keeps the hold. For an API that answers 429 or 503 with a Retry-After,
+  // as durable_queue's HTTP adapter honours it: other buckets (other hosts)
+  // and other types keep running. A later hold that ends sooner does not
+  // shorten one in force. The attempt itself ends as the handler returns.
+  //
+  // Returns InvalidArgument naming `duration` when it is negative or over
+  // 365 days, FailedPrecondition when no named limit covers the task's
+  // type, or the attempt runs on a remote worker (spool/remote_worker.h),
+  // whose attempts the queue node's limits admit but cannot be held from
+  // there.
+  Status HoldRateLimits(Duration duration);
+
  private:
   friend class TaskContextBuilder;
   TaskContext() = default;
@@ -155,6 +173,7 @@ class TaskContext {
   std::string_view idempotency_key_;
   std::string_view group_;
   internal::AttemptControl* control_ = nullptr;
+  internal::RateHold* rate_hold_ = nullptr;
   bool previous_attempt_interrupted_ = false;
   size_t max_result_bytes_ = 0;
   const std::vector<DependencyOutcome>* dependencies_ = nullptr;
@@ -171,15 +190,6 @@ class TaskContext {
 // may block. They may call back into the runtime (Enqueue, GetTask, ...) but
 // must not wait for Close or Drain there: those wait for the handler itself.
 using Handler = std::function<Status(TaskContext& context)>;
-
-// "N attempts per period", per task type. Every attempt counts, retries
-// included.
-struct RateLimit {
-  // Attempts allowed per period; 0 for no limit. Default: 0.
-  uint32_t count = 0;
-  // Default: 1 second.
-  Duration period = std::chrono::seconds(1);
-};
 
 // Turns a payload stored by an older handler version into the current one.
 // Returning an error fails the task without retry.

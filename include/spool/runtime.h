@@ -41,6 +41,7 @@
 #include <spool/handler.h>
 #include <spool/options.h>
 #include <spool/query.h>
+#include <spool/rate_limit.h>
 #include <spool/statistics.h>
 #include <spool/status.h>
 #include <spool/storage_health.h>
@@ -403,6 +404,29 @@ class Runtime {
   virtual Status RegisterGate(std::string_view name,
                               std::shared_ptr<Gate> gate) = 0;
 
+  // Adds a rate limit named `name` shared by the tasks of `types`: at most
+  // `limit.count` attempts per `limit.period` start across all of them,
+  // retries included, or, with `key_of`, that many per bucket, the bucket
+  // being the key key_of returns for an attempt (e.g. one per API host:
+  // spool/rate_limit.h says how it runs). An attempt a limit does not allow
+  // yet goes back to the queue due at the slot it reserved, without
+  // spending the attempt (TaskEvent::kDeferred, DeferReason::kRateLimited);
+  // other buckets and types keep running. A type may be in several named
+  // limits, and have its own HandlerOptions::rate_limit too: an attempt
+  // starts when all of them allow it. A handler can hold its bucket for a
+  // while (TaskContext::HoldRateLimits). The buckets' state is stored, like
+  // a per-type limit's, so a restart keeps it; keep the same name for the
+  // same limit across restarts. Attempts leased to remote workers are
+  // admitted the same way, on this node.
+  //
+  // REQUIRES: before Start. InvalidArgument naming the field for an empty or
+  // oversized name, a count of 0, a period outside [1 ms, 24 h], no types
+  // or an empty type; FailedPrecondition after Start, for a name already
+  // added, or on a read-only runtime.
+  virtual Status AddRateLimit(std::string_view name, RateLimit limit,
+                              std::vector<std::string> types,
+                              RateKeyOf key_of = nullptr) = 0;
+
   // At most `max_running` tasks of `group` run at once; 0 removes the limit
   // set here, and the config's limit applies again: the group's
   // [groups.NAME] concurrency (Options::group_limits) if it has one, else
@@ -437,8 +461,8 @@ class Runtime {
   // memory only, like a handler's progress: a restart forgets it.
   //
   // Resolves once the writer checked the task, with the batch it was in
-  // (the report itself writes nothing): OK; InvalidArgument naming `fraction` for NaN or a value
-  // outside [0, 1] (at once); NotFound for an unknown id;
+  // (the report itself writes nothing): OK; InvalidArgument naming `fraction`
+  // for NaN or a value outside [0, 1] (at once); NotFound for an unknown id;
   // FailedPrecondition naming the task's status when it is not a running,
   // handed-off task (a task still in its handler reports through
   // TaskContext::ReportProgress); Closed after Close; FailedPrecondition on

@@ -344,9 +344,10 @@ struct DrainOptions {
 // (TaskEvent::kDeferred). Values may be compared and named
 // (DeferReasonName); they are not stored.
 //
-// A rate limit never defers a task: spool does not claim a task whose
-// type's rate limit holds it back, so it stays pending, keeps its place and
-// emits no event until it starts.
+// A per-type rate limit never defers a task: spool does not claim a task
+// whose type's limit holds it back, so it stays pending, keeps its place
+// and emits no event until it starts. A named one does (kRateLimited; see
+// spool/rate_limit.h).
 enum class DeferReason : uint8_t {
   // The event is not a deferral.
   kNone = 0,
@@ -370,10 +371,13 @@ enum class DeferReason : uint8_t {
   // and every connected worker that serves its type left before it started.
   // It runs when a worker for its type connects, or a local worker is free.
   kNoWorker = 6,
+  // A named rate limit (Runtime::AddRateLimit) did not allow the attempt
+  // yet: its slot is reserved, and next_attempt_at is when it runs.
+  kRateLimited = 7,
 };
 
 // "none", "gate_closed", "snoozed", "paused", "stopping", "recalled",
-// "no_worker".
+// "no_worker", "rate_limited".
 const char* DeferReasonName(DeferReason reason);
 
 // Something that happened to a task, delivered to subscribers (see
