@@ -25,6 +25,12 @@ class RateBucketsTest : public ::testing::Test {
     return buckets_.Admit(id, "t", context);
   }
   int64_t Now() const { return clock_->Now().time_since_epoch().count(); }
+  // Adds limit "l" on type "t", one bucket per payload.
+  Status AddKeyedByPayload(RateLimit rate) {
+    return buckets_.Add({"l", rate, {"t"}, [](const TaskContext& a) {
+                           return std::string(a.payload());
+                         }});
+  }
 
   std::shared_ptr<ManualClock> clock_ =
       std::make_shared<ManualClock>(Timestamp(std::chrono::hours(1)));
@@ -32,13 +38,7 @@ class RateBucketsTest : public ::testing::Test {
 };
 
 TEST_F(RateBucketsTest, AWaitingAttemptKeepsItsSlotAndIsNotCountedTwice) {
-  ASSERT_TRUE(
-      buckets_
-          .Add({"l",
-                RateLimit{1, 10s},
-                {"t"},
-                [](const TaskContext& a) { return std::string(a.payload()); }})
-          .ok());
+  ASSERT_TRUE(AddKeyedByPayload(RateLimit{1, 10s}).ok());
   int64_t t0 = Now();
   EXPECT_EQ(Admit(1, "k").wait_until_us, 0);
   EXPECT_EQ(Admit(2, "k").wait_until_us, t0 + 10'000'000);
@@ -70,13 +70,7 @@ TEST_F(RateBucketsTest, AHoldVoidsTheReservationsItCovers) {
 }
 
 TEST_F(RateBucketsTest, PassedBucketsAreSweptAndTheirStoredStateDeleted) {
-  ASSERT_TRUE(
-      buckets_
-          .Add({"l",
-                RateLimit{1, 1s},
-                {"t"},
-                [](const TaskContext& a) { return std::string(a.payload()); }})
-          .ok());
+  ASSERT_TRUE(AddKeyedByPayload(RateLimit{1, 1s}).ok());
   for (TaskId id = 1; id <= 2000; ++id) {
     ASSERT_EQ(Admit(id, "key" + std::to_string(id)).wait_until_us, 0);
   }
@@ -104,13 +98,7 @@ TEST_F(RateBucketsTest, RestoredStateWaitsForItsLimitAndThenApplies) {
   int64_t t0 = Now();
   buckets_.Restore("l", "k", t0 + 5'000'000);
   buckets_.Restore("gone", "k", t0 + 5'000'000);
-  ASSERT_TRUE(
-      buckets_
-          .Add({"l",
-                RateLimit{1, 1s},
-                {"t"},
-                [](const TaskContext& a) { return std::string(a.payload()); }})
-          .ok());
+  ASSERT_TRUE(AddKeyedByPayload(RateLimit{1, 1s}).ok());
   EXPECT_EQ(Admit(1, "k").wait_until_us, t0 + 5'000'000);
   EXPECT_EQ(Admit(2, "j").wait_until_us, 0);
 }

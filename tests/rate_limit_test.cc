@@ -22,14 +22,16 @@ using testing::kWait;
 // The deferred events a runtime emits, with their reasons and due times.
 class Deferrals {
  public:
-  void Watch(Runtime& runtime) {
-    runtime.Subscribe([this](const TaskEvent& event) {
+  explicit Deferrals(Runtime& runtime) : runtime_(runtime) {
+    token_ = runtime.Subscribe([this](const TaskEvent& event) {
       if (event.kind != TaskEvent::Kind::kDeferred) return;
       std::lock_guard<std::mutex> lock(mutex_);
       events_.push_back(event);
       grew_.notify_all();
     });
   }
+  // Declared after the harness, so gone before its runtime: unsubscribe.
+  ~Deferrals() { runtime_.Unsubscribe(token_); }
   // Waits for at least `n`; false if the bounded wait ran out.
   bool WaitFor(size_t n) {
     std::unique_lock<std::mutex> lock(mutex_);
@@ -41,6 +43,8 @@ class Deferrals {
   }
 
  private:
+  Runtime& runtime_;
+  uint64_t token_ = 0;
   std::mutex mutex_;
   std::condition_variable grew_;
   std::vector<TaskEvent> events_;
@@ -58,8 +62,7 @@ TEST(NamedRateLimitTest, ALimitSharedByTwoTypesSpacesTheirAttemptsTogether) {
   h.RegisterRecorder("b");
   ASSERT_TRUE(
       h.runtime().AddRateLimit("api", RateLimit{2, 1min}, {"a", "b"}).ok());
-  Deferrals deferrals;
-  deferrals.Watch(h.runtime());
+  Deferrals deferrals(h.runtime());
   std::vector<TaskId> ids = {h.Put("a", "a1"), h.Put("b", "b1"),
                              h.Put("a", "a2"), h.Put("b", "b2")};
   Timestamp t0 = h.clock().Now();
@@ -101,8 +104,7 @@ TEST(NamedRateLimitTest, KeyOfSplitsALimitIntoBucketsThatWaitApart) {
   ASSERT_TRUE(h.runtime()
                   .AddRateLimit("per_host", RateLimit{1, 10s}, {"hook"}, HostOf)
                   .ok());
-  Deferrals deferrals;
-  deferrals.Watch(h.runtime());
+  Deferrals deferrals(h.runtime());
   TaskId x1 = h.Put("hook", "x/1");
   TaskId x2 = h.Put("hook", "x/2");
   TaskId y1 = h.Put("hook", "y/1");
@@ -159,8 +161,7 @@ TEST(NamedRateLimitTest, AHandlerHoldsItsBucketAsForARetryAfter) {
   ASSERT_TRUE(h.runtime()
                   .AddRateLimit("api", RateLimit{100, 1s}, {"call"}, HostOf)
                   .ok());
-  Deferrals deferrals;
-  deferrals.Watch(h.runtime());
+  Deferrals deferrals(h.runtime());
   TaskId limited = h.Put("call", "x/429");
   TaskId unlimited = h.Put("other_held", "");
   Timestamp t0 = h.clock().Now();
@@ -202,8 +203,7 @@ TEST(NamedRateLimitTest, TheBucketsStateSurvivesARestart) {
   // Host x spent its minute before the restart; it still has after it.
   h.Reopen();
   setup();
-  Deferrals deferrals;
-  deferrals.Watch(h.runtime());
+  Deferrals deferrals(h.runtime());
   TaskId second = h.Put("t", "x/2");
   TaskId other = h.Put("t", "y/1");
   ASSERT_TRUE(h.runtime().Start().ok());
