@@ -1,5 +1,6 @@
 // The built-in task handlers that make spoold useful on its own: `noop`,
 // `sleep` and `http.post` (webhook delivery), and their options.
+// spool-worker serves http.post too, made by MakeBuiltinHandler.
 //
 // Every handler runs on one of spool's worker threads (each a detached
 // thread of its own), where blocking is allowed: `sleep` waits on the
