@@ -2,11 +2,17 @@
 // (docs/scale-out.md), through spool::RemoteWorker.
 //
 //   spool-worker --connect HOST:PORT --secret-file F [--types noop,sleep]
-//                [--concurrency N] [--node NAME] [--log FILE]
+//                [--concurrency N] [--node NAME] [--config FILE] [--log FILE]
 //
-// Serves the built-in `noop` (succeeds at once) and `sleep` (the payload:
-// milliseconds, as text) handlers. --log appends "TASK ATTEMPT" for every
-// attempt started, for tests. Runs until SIGINT or SIGTERM.
+// Serves the built-in `noop` (succeeds at once), `sleep` (the payload:
+// milliseconds, as text) and `http.post` (webhook delivery, spoold's
+// handler from spool::http: docs/server.md) handlers. http.post takes its
+// settings from the [handlers."http.post"] table of the --config file, the
+// TOML file spoold reads (read by spool::http::LoadSpooldConfig, so spoold's
+// own file will do; its other sections are checked and not used), and is
+// refused unless that table sets an allow-list. --log appends
+// "TASK ATTEMPT" for every attempt started, for tests. Runs until SIGINT or
+// SIGTERM.
 
 #include <atomic>
 #include <chrono>
@@ -22,6 +28,8 @@
 #include <unistd.h>
 #include <vector>
 
+#include <spool/http/builtin_handlers.h>
+#include <spool/http/spoold_config.h>
 #include <spool/remote_worker.h>
 
 namespace {
@@ -33,14 +41,17 @@ void OnSignal(int) { g_stop.store(true); }
 struct Args {
   spool::RemoteWorkerOptions options;
   std::vector<std::string> types{"noop", "sleep"};
+  std::string config;
   std::string log;
 };
 
 int Usage(const std::string& why) {
   std::cerr << "spool-worker: " << why
             << "\nusage: spool-worker --connect HOST:PORT --secret-file F "
-               "[--types noop,sleep] [--concurrency N] [--node NAME] "
-               "[--log FILE]\n";
+               "[--types noop,sleep,http.post] [--concurrency N] "
+               "[--node NAME] [--config FILE] [--log FILE]\n"
+               "  --config: spoold's TOML file; http.post needs its "
+               "[handlers.\"http.post\"] allow\n";
   return 2;
 }
 
@@ -75,6 +86,8 @@ std::string Parse(int argc, char** argv, Args* args) {
       args->options.concurrency = static_cast<uint32_t>(n);
     } else if (flag == "--node") {
       args->options.node = value;
+    } else if (flag == "--config") {
+      args->config = value;
     } else if (flag == "--log") {
       args->log = value;
     } else {
@@ -113,6 +126,30 @@ spool::Status Sleep(spool::TaskContext& task) {
   return spool::Status::OK();
 }
 
+// spoold's http.post handler with the settings of `config`'s
+// [handlers."http.post"] table (read from `path`, "" when no --config was
+// given), or why it cannot be served.
+spool::Result<spool::http::BuiltinHandler> HttpPost(
+    const spool::http::SpooldConfig& config, const std::string& path) {
+  const spool::http::BuiltinHandlersOptions& handlers = config.handlers;
+  std::string where = path.empty() ? std::string("no --config file was given")
+                                   : path + " sets none";
+  if (!handlers.http_post.enabled) {
+    return spool::Status::InvalidArgument(
+        "--types has http.post, but " + path +
+        " sets handlers.\"http.post\".enabled = false");
+  }
+  if (handlers.http_post_options.allow.empty()) {
+    return spool::Status::InvalidArgument(
+        "--types has http.post, which needs the URLs it may post to: an "
+        "allow list in the [handlers.\"http.post\"] table of the --config "
+        "file, and " +
+        where);
+  }
+  return spool::http::MakeBuiltinHandler(spool::http::kHttpPostHandler,
+                                         handlers);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -124,12 +161,32 @@ int main(int argc, char** argv) {
     log_fd = ::open(args.log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     if (log_fd < 0) return Usage(args.log + ": " + std::strerror(errno));
   }
+  spool::http::SpooldConfig config;
+  // spoold's default, for a file with no [storage] path: the worker holds
+  // no queue and opens nothing there, but the runtime's sections must
+  // validate as spoold's would.
+  config.runtime.path = "./spool-data";
+  if (!args.config.empty()) {
+    spool::Status s = spool::http::LoadSpooldConfig(args.config, {}, &config);
+    if (!s.ok()) return Usage(s.ToString());
+  }
   std::unique_ptr<spool::RemoteWorker> worker;
   spool::Status s = spool::RemoteWorker::Create(args.options, &worker);
   if (!s.ok()) return Usage(s.ToString());
   for (const std::string& type : args.types) {
     spool::Handler handler;
-    if (type == "noop") {
+    spool::HandlerOptions handler_options;
+    if (type == spool::http::kHttpPostHandler) {
+      spool::Result<spool::http::BuiltinHandler> post =
+          HttpPost(config, args.config);
+      if (!post.ok()) return Usage(post.status().ToString());
+      handler = [log_fd,
+                 run = std::move(post->handler)](spool::TaskContext& task) {
+        LogStart(log_fd, task);
+        return run(task);
+      };
+      handler_options = std::move(post->options);
+    } else if (type == "noop") {
       handler = [log_fd](spool::TaskContext& task) {
         LogStart(log_fd, task);
         return spool::Status::OK();
@@ -141,9 +198,10 @@ int main(int argc, char** argv) {
       };
     } else {
       return Usage("no built-in handler " + type +
-                   " (spool-worker serves noop and sleep)");
+                   " (spool-worker serves noop, sleep and http.post)");
     }
-    s = worker->RegisterHandler(type, std::move(handler));
+    s = worker->RegisterHandler(type, std::move(handler),
+                                std::move(handler_options));
     if (!s.ok()) return Usage(s.ToString());
   }
   ::signal(SIGINT, OnSignal);

@@ -5,6 +5,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 
 #include <spool/http/builtin_handlers.h>
 
@@ -190,22 +191,19 @@ Result<std::chrono::milliseconds> ParseSleepPayload(std::string_view payload) {
       "number, e.g. 250");
 }
 
-Status RegisterBuiltinHandlers(Runtime* runtime,
-                               const BuiltinHandlersOptions& options) {
-  if (options.noop.enabled) {
-    Status s = runtime->RegisterHandler(
-        kNoopHandler, [](TaskContext&) { return Status::OK(); },
-        OptionsOf(options.noop, true));
-    if (!s.ok()) return s.WithContext("handler noop");
+Result<BuiltinHandler> MakeBuiltinHandler(
+    std::string_view name, const BuiltinHandlersOptions& options) {
+  if (name == kNoopHandler) {
+    return BuiltinHandler{[](TaskContext&) { return Status::OK(); },
+                          OptionsOf(options.noop, true)};
   }
-  if (options.sleep.enabled) {
+  if (name == kSleepHandler) {
     HandlerOptions handler_options = OptionsOf(options.sleep, true);
     // A payload that is not a number will never become one.
     handler_options.retry_if = [](const Status& error) {
       return error.code() != Status::Code::kInvalidArgument;
     };
-    Status s = runtime->RegisterHandler(
-        kSleepHandler,
+    return BuiltinHandler{
         [](TaskContext& task) -> Status {
           Result<std::chrono::milliseconds> ms =
               ParseSleepPayload(task.payload());
@@ -222,10 +220,9 @@ Status RegisterBuiltinHandlers(Runtime* runtime,
           }
           return Status::OK();
         },
-        std::move(handler_options));
-    if (!s.ok()) return s.WithContext("handler sleep");
+        std::move(handler_options)};
   }
-  if (options.http_post.enabled) {
+  if (name == kHttpPostHandler) {
     for (const std::string& pattern : options.http_post_options.allow) {
       if (pattern.find("://") == std::string::npos) {
         return Status::InvalidArgument(
@@ -240,10 +237,27 @@ Status RegisterBuiltinHandlers(Runtime* runtime,
     HttpPostOptions post_options = options.http_post_options;
     if (options.http_post.timeout.count() > 0)
       post_options.timeout = options.http_post.timeout;
-    Status s = runtime->RegisterHandler(kHttpPostHandler,
-                                        HttpPost(std::move(post_options)),
-                                        std::move(handler_options));
-    if (!s.ok()) return s.WithContext("handler http.post");
+    return BuiltinHandler{HttpPost(std::move(post_options)),
+                          std::move(handler_options)};
+  }
+  return Status::NotFound("no built-in handler " + std::string(name) +
+                          "; they are noop, sleep and http.post");
+}
+
+Status RegisterBuiltinHandlers(Runtime* runtime,
+                               const BuiltinHandlersOptions& options) {
+  const std::pair<const char*, const HandlerSettings*> handlers[] = {
+      {kNoopHandler, &options.noop},
+      {kSleepHandler, &options.sleep},
+      {kHttpPostHandler, &options.http_post}};
+  for (const auto& [name, settings] : handlers) {
+    if (!settings->enabled) continue;
+    Result<BuiltinHandler> made = MakeBuiltinHandler(name, options);
+    if (!made.ok()) return made.status();
+    BuiltinHandler& handler = made.value();
+    Status s = runtime->RegisterHandler(name, std::move(handler.handler),
+                                        std::move(handler.options));
+    if (!s.ok()) return s.WithContext(std::string("handler ") + name);
   }
   return Status::OK();
 }

@@ -1,6 +1,6 @@
 // Remote workers with real processes on loopback: spool-worker children
-// connect to a runtime's gateway (docs/scale-out.md). Every wait is
-// bounded.
+// connect to a runtime's gateway (docs/scale-out.md), and post http.post
+// tasks to a real receiver, spoold_test.py's. Every wait is bounded.
 
 #include <algorithm>
 #include <fstream>
@@ -8,12 +8,15 @@
 #include <memory>
 #include <mutex>
 #include <netinet/in.h>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <signal.h>
 #include <string>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
+#include <utility>
 #include <vector>
 
 #include <spool/runtime.h>
@@ -67,6 +70,48 @@ std::vector<std::pair<TaskId, uint32_t>> StartsIn(const std::string& path) {
   return starts;
 }
 
+// The http.post target of tests/server/spoold_test.py (its Hook: /ok
+// answers 200, /down 503, /gone 404, any other path 500) in a process of
+// its own, which prints each request it gets before it answers.
+class Receiver {
+ public:
+  Receiver() : process_({SPOOL_PYTHON, SPOOL_HOOK_SCRIPT, "--hook"}) {
+    auto line = process_.ReadLine(std::chrono::seconds(15));
+    const std::string prefix = "hook listening on ";
+    if (line && line->rfind(prefix, 0) == 0)
+      port_ = std::stoi(line->substr(prefix.size()));
+  }
+
+  // 0 when the receiver did not start.
+  int port() const { return port_; }
+  std::string Url(const std::string& path) const {
+    return "http://127.0.0.1:" + std::to_string(port_) + path;
+  }
+
+  // The (path, body) of every request so far, once there are `n` of them
+  // or `timeout` passed.
+  std::multiset<std::pair<std::string, std::string>> Requests(
+      size_t n, std::chrono::milliseconds timeout) {
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (requests_.size() < n) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) break;
+      auto line = process_.ReadLine(left);
+      if (!line) break;
+      nlohmann::json request = nlohmann::json::parse(*line, nullptr, false);
+      if (!request.is_object()) continue;
+      requests_.emplace(request.value("path", ""), request.value("body", ""));
+    }
+    return requests_;
+  }
+
+ private:
+  ChildProcess process_;
+  int port_ = 0;
+  std::multiset<std::pair<std::string, std::string>> requests_;
+};
+
 class RemoteTest : public ::testing::Test {
  protected:
   void Open(std::chrono::milliseconds lease = std::chrono::seconds(2)) {
@@ -88,7 +133,7 @@ class RemoteTest : public ::testing::Test {
     runtime_ = testing::OpenOrDie(options);
     // The queue node declares the types (Enqueue takes only registered
     // ones) but, with no local worker, never runs these handlers.
-    for (const char* type : {"noop", "sleep"}) {
+    for (const char* type : {"noop", "sleep", "http.post"}) {
       ASSERT_TRUE(runtime_
                       ->RegisterHandler(type,
                                         [](TaskContext&) {
@@ -103,7 +148,8 @@ class RemoteTest : public ::testing::Test {
   std::unique_ptr<ChildProcess> Worker(const std::string& name,
                                        const std::string& types,
                                        int concurrency,
-                                       const std::string& secret_file = "") {
+                                       const std::string& secret_file = "",
+                                       std::vector<std::string> more = {}) {
     std::vector<std::string> argv = {
         SPOOL_WORKER_BINARY,
         "--connect",
@@ -118,6 +164,7 @@ class RemoteTest : public ::testing::Test {
         name,
         "--log",
         dir_.Sub(name + ".log")};
+    argv.insert(argv.end(), more.begin(), more.end());
     return std::make_unique<ChildProcess>(argv);
   }
 
@@ -372,6 +419,107 @@ TEST_F(RemoteTest, WorkerWithAWrongOrMissingSecretIsRefused) {
   status = missing->Wait(std::chrono::seconds(10));
   ASSERT_TRUE(status.has_value());
   EXPECT_EQ(WEXITSTATUS(*status), 2);
+}
+
+// spool-worker serves spoold's http.post with the [handlers."http.post"]
+// table of its --config file: each body reaches the receiver once, a 4xx
+// answer fails the task at its first attempt, and a 500 is retried until
+// the policy gives up.
+TEST_F(RemoteTest, SpoolWorkerPostsWebhooksAndRetriesOnlyServerErrors) {
+  Receiver hook;
+  ASSERT_GT(hook.port(), 0) << "the receiver did not start";
+  Open();
+  std::string config = dir_.Sub("worker.toml");
+  std::ofstream(config) << "[handlers.\"http.post\"]\n"
+                        << "allow = [\"http://127.0.0.1:" << hook.port()
+                        << "/**\"]\n"
+                        << "timeout_ms = 5000\n";
+  auto worker = Worker("poster", "http.post", 3, "", {"--config", config});
+  ExpectConnected(*worker);
+  auto post = [&](const std::string& path, const std::string& body) {
+    TaskSpec spec;
+    spec.type = "http.post";
+    spec.payload =
+        nlohmann::json{{"url", hook.Url(path)}, {"body", body}}.dump();
+    spec.options.retry = RetryPolicy::Fixed(3, std::chrono::milliseconds(10));
+    auto stored = testing::Await(runtime_->Enqueue(std::move(spec)).stored,
+                                 std::chrono::seconds(30));
+    EXPECT_TRUE(stored.ok()) << stored.status().ToString();
+    return stored.ok() ? *stored : TaskId{0};
+  };
+  std::vector<TaskId> delivered;
+  for (int i = 0; i < 5; ++i)
+    delivered.push_back(post("/ok", "delivery " + std::to_string(i)));
+  TaskId gone = post("/gone", "refused");
+  TaskId broken = post("/broken", "retried");
+  Status drained = Drain(std::chrono::seconds(30));
+  ASSERT_TRUE(drained.ok()) << drained.ToString();
+
+  for (TaskId id : delivered) {
+    TaskInfo info = Info(id);
+    EXPECT_EQ(info.status, TaskStatus::kSucceeded) << info.last_error;
+    EXPECT_EQ(info.attempts, 1u) << "task " << id;
+  }
+  TaskInfo refused = Info(gone);
+  EXPECT_EQ(refused.status, TaskStatus::kFailed);
+  EXPECT_EQ(refused.attempts, 1u);
+  EXPECT_THAT(refused.last_error, HasSubstr("HTTP 404"));
+  EXPECT_THAT(refused.last_error, HasSubstr("no such hook here"));
+  TaskInfo retried = Info(broken);
+  EXPECT_EQ(retried.status, TaskStatus::kFailed);
+  EXPECT_EQ(retried.attempts, 3u);
+  EXPECT_THAT(retried.last_error, HasSubstr("HTTP 500"));
+
+  // What the receiver got: each delivery once, the 404 once, the 500 at
+  // each of its three attempts; all of them run on the worker.
+  auto requests = hook.Requests(9, std::chrono::seconds(10));
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(requests.count({"/ok", "delivery " + std::to_string(i)}), 1u)
+        << "delivery " << i;
+  }
+  EXPECT_EQ(requests.count({"/gone", "refused"}), 1u);
+  EXPECT_EQ(requests.count({"/broken", "retried"}), 3u);
+  EXPECT_EQ(requests.size(), 9u);
+  EXPECT_EQ(StartsIn(dir_.Sub("poster.log")).size(), 9u);
+}
+
+// Asked for http.post with no allow-list (no --config file, or one whose
+// table sets none), spool-worker says so and exits with status 2 before it
+// connects.
+TEST_F(RemoteTest, SpoolWorkerRefusesHttpPostWithoutAnAllowList) {
+  Open();
+  std::string no_allow = dir_.Sub("no-allow.toml");
+  std::ofstream(no_allow) << "[handlers.\"http.post\"]\ntimeout_ms = 1000\n";
+  for (const std::string& config : {std::string(), no_allow}) {
+    // Through sh, for its stderr on the pipe ChildProcess reads.
+    std::vector<std::string> argv = {"/bin/sh",
+                                     "-c",
+                                     "exec \"$0\" \"$@\" 2>&1",
+                                     SPOOL_WORKER_BINARY,
+                                     "--connect",
+                                     "127.0.0.1:" + std::to_string(port_),
+                                     "--secret-file",
+                                     dir_.Sub("secret"),
+                                     "--types",
+                                     "noop,http.post"};
+    if (!config.empty()) {
+      argv.push_back("--config");
+      argv.push_back(config);
+    }
+    ChildProcess worker(argv);
+    std::string output;
+    while (auto line = worker.ReadLine(std::chrono::seconds(10)))
+      output += *line + "\n";
+    auto status = worker.Wait(std::chrono::seconds(10));
+    ASSERT_TRUE(status.has_value()) << output;
+    EXPECT_TRUE(WIFEXITED(*status)) << output;
+    EXPECT_EQ(WEXITSTATUS(*status), 2) << output;
+    EXPECT_THAT(output, HasSubstr("http.post"));
+    EXPECT_THAT(output, HasSubstr("allow list"));
+    EXPECT_THAT(output, HasSubstr(config.empty() ? "no --config file"
+                                                 : no_allow + " sets none"));
+    EXPECT_THAT(output, ::testing::Not(HasSubstr("connected")));
+  }
 }
 
 }  // namespace

@@ -4,6 +4,7 @@ real clients (curl for REST and SSE, promtool for /metrics, raw sockets for
 bad input), with a local HTTP endpoint for http.post.
 
   spoold_test.py SPOOLD [unittest args]
+  spoold_test.py --hook   (the http.post target alone: serve_hook)
 
 Every wait is bounded. Needs curl and promtool (scripts/install-deps).
 """
@@ -33,15 +34,24 @@ def free_port():
 
 
 class Hook(http.server.BaseHTTPRequestHandler):
-    """The http.post target: /ok answers 200, /down 503, /gone 404."""
+    """The http.post target: /ok answers 200, /down 503, /gone 404, any
+    other path 500."""
     received = []
     # path -> (status, body); a subclass may add paths.
     routes = {"/ok": (200, b"fine"), "/down": (503, b"down for maintenance"),
               "/gone": (404, b"no such hook here")}
+    # With --hook: print each request as a JSON line (serve_hook).
+    echo = False
+    echo_lock = threading.Lock()
 
     def do_POST(self):
         body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
         Hook.received.append((self.path, body))
+        if Hook.echo:
+            line = json.dumps({"path": self.path,
+                               "body": body.decode("utf-8", "replace")})
+            with Hook.echo_lock:
+                print(line, flush=True)
         code, text = self.routes.get(self.path, (500, b"?"))
         self.send_response(code)
         self.send_header("Content-Length", str(len(text)))
@@ -615,6 +625,20 @@ class BusyTest(unittest.TestCase):
         return stored, busy
 
 
+def serve_hook():
+    """spoold_test.py --hook: Hook alone, for tests in other languages
+    (tests/remote_test.cc). Prints "hook listening on PORT" (a free loopback
+    port), then {"path": ..., "body": ...} for each request, one JSON line
+    each, before it answers; serves until killed."""
+    Hook.echo = True
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hook)
+    print("hook listening on %d" % server.server_address[1], flush=True)
+    server.serve_forever()
+
+
 if __name__ == "__main__":
+    if sys.argv[1:] == ["--hook"]:
+        serve_hook()
+        sys.exit(0)
     SPOOLD = sys.argv.pop(1)
     unittest.main(verbosity=2)

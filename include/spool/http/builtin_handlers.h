@@ -1,5 +1,6 @@
 // The built-in task handlers that make spoold useful on its own: `noop`,
 // `sleep` and `http.post` (webhook delivery), and their options.
+// spool-worker serves http.post too, made by MakeBuiltinHandler.
 //
 // Every handler runs on one of spool's worker threads (each a detached
 // thread of its own), where blocking is allowed: `sleep` waits on the
@@ -14,8 +15,10 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include <spool/handler.h>
 #include <spool/runtime.h>
 #include <spool/status.h>
 
@@ -76,12 +79,32 @@ inline constexpr const char* kNoopHandler = "noop";
 inline constexpr const char* kSleepHandler = "sleep";
 inline constexpr const char* kHttpPostHandler = "http.post";
 
-// Registers the enabled built-in handlers on `runtime` (before its Start).
-// Returns the first RegisterHandler error, naming the handler, or
-// InvalidArgument for an allow-list pattern that cannot be used.
+// Registers the enabled built-in handlers on `runtime` (before its Start),
+// each as MakeBuiltinHandler makes it. Returns the first RegisterHandler
+// error, naming the handler, or InvalidArgument for an allow-list pattern
+// that cannot be used.
 // REQUIRES: runtime != nullptr and outlives the handlers' runs.
 Status RegisterBuiltinHandlers(Runtime* runtime,
                                const BuiltinHandlersOptions& options);
+
+// A built-in handler and the options it is registered with.
+struct BuiltinHandler {
+  Handler handler;
+  HandlerOptions options;
+};
+
+// The built-in handler `name` (kNoopHandler, kSleepHandler or
+// kHttpPostHandler) and its HandlerOptions, made as RegisterBuiltinHandlers
+// registers them, whether or not its `enabled` is set: for a registry other
+// than a Runtime, such as spool::RemoteWorker (spool-worker serves
+// http.post this way). A RemoteWorker keeps only options.retry_if and
+// retry_delay and the queue node's settings decide the rest; retry_if is
+// what makes a 4xx answer fail the task without retry.
+// NotFound for another name; InvalidArgument for an http.post allow-list
+// pattern that cannot be used. The handler holds no reference to `options`
+// and may run on several threads at once.
+Result<BuiltinHandler> MakeBuiltinHandler(
+    std::string_view name, const BuiltinHandlersOptions& options);
 
 // The `sleep` payload's milliseconds: decimal text or a JSON number,
 // surrounding spaces allowed. InvalidArgument for anything else or a
