@@ -114,7 +114,9 @@ class Receiver {
 
 class RemoteTest : public ::testing::Test {
  protected:
-  void Open(std::chrono::milliseconds lease = std::chrono::seconds(2)) {
+  // `before_start` may add what must come before Start (rate limits).
+  void Open(std::chrono::milliseconds lease = std::chrono::seconds(2),
+            const std::function<void(Runtime&)>& before_start = nullptr) {
     port_ = FreePort();
     Options options;
     options.path = dir_.Sub("queue");
@@ -142,6 +144,7 @@ class RemoteTest : public ::testing::Test {
                                         })
                       .ok());
     }
+    if (before_start) before_start(*runtime_);
     ASSERT_TRUE(runtime_->Start().ok());
   }
 
@@ -366,6 +369,41 @@ TEST_F(RemoteTest, AWorkerIsSentOnlyTheTypesItDeclared) {
   EXPECT_EQ(runtime_->GetStatistics().claimed, 250u);
   EXPECT_EQ(StartsIn(dir_.Sub("noop-only.log")).size(), 200u);
   EXPECT_EQ(StartsIn(dir_.Sub("sleep-only.log")).size(), 50u);
+}
+
+// A named rate limit admits remote leases on the queue node as it admits
+// local attempts: a lease it does not allow yet goes back unstarted, due at
+// the slot it reserved, and never reaches the worker.
+TEST_F(RemoteTest, ANamedRateLimitAdmitsLeasesOnTheQueueNode) {
+  Open(std::chrono::seconds(2), [](Runtime& runtime) {
+    ASSERT_TRUE(runtime
+                    .AddRateLimit("three_an_hour",
+                                  RateLimit{3, std::chrono::hours(1)}, {"noop"})
+                    .ok());
+  });
+  auto worker = Worker("limited", "noop", 4);
+  ExpectConnected(*worker);
+  Timestamp before = SystemClock()->Now();
+  std::vector<TaskId> ids = EnqueueMany("noop", "", 6);
+  auto count_of = [&](TaskStatus status) {
+    size_t n = 0;
+    for (TaskId id : ids) n += Info(id).status == status ? 1 : 0;
+    return n;
+  };
+  ASSERT_TRUE(WaitUntil([&] { return count_of(TaskStatus::kSucceeded) == 3; },
+                        std::chrono::seconds(20)));
+  ASSERT_TRUE(WaitUntil([&] { return count_of(TaskStatus::kPending) == 3; },
+                        std::chrono::seconds(20)));
+  for (TaskId id : ids) {
+    TaskInfo info = Info(id);
+    if (info.status != TaskStatus::kPending) continue;
+    EXPECT_EQ(info.attempts, 0u) << "task " << id;
+    ASSERT_TRUE(info.next_attempt_at.has_value()) << "task " << id;
+    // 3 an hour: the next slots are 20, 40 and 60 minutes on.
+    EXPECT_GT(*info.next_attempt_at, before + std::chrono::minutes(19))
+        << "task " << id;
+  }
+  EXPECT_EQ(StartsIn(dir_.Sub("limited.log")).size(), 3u);
 }
 
 // Runtime::Cancel reaches the handler on the remote worker: the running
