@@ -78,6 +78,45 @@ int OnProgress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
   return transfer->task->cancelled() ? 1 : 0;
 }
 
+// The URL an http.post payload goes to and the body it sends: the
+// configured URL and the payload verbatim, or the payload's envelope.
+Status TargetOf(const HttpPostOptions& options, std::string_view payload,
+                std::string* url, std::string* body) {
+  *url = options.url;
+  *body = std::string(payload);
+  if (!url->empty()) return Status::OK();
+  nlohmann::json envelope = nlohmann::json::parse(payload, nullptr, false);
+  if (!envelope.is_object() || !envelope.contains("url") ||
+      !envelope["url"].is_string()) {
+    return Permanent(
+        "http.post: the payload must be {\"url\": ..., \"body\": ...} "
+        "when handlers.\"http.post\".url is not set");
+  }
+  *url = envelope["url"].get<std::string>();
+  const auto it = envelope.find("body");
+  *body = it == envelope.end() ? ""
+          : it->is_string()    ? it->get<std::string>()
+                               : it->dump();
+  return Status::OK();
+}
+
+// A 429 or 503 answer's Retry-After (seconds or an HTTP date, as libcurl
+// reads it), at most `cap`: the retry waits that long, and the host's
+// bucket is held that long, so that no other request to the host starts
+// meanwhile (TaskContext::HoldRateLimits; without a per-host limit there
+// is nothing to hold, and that is fine).
+void HonourRetryAfter(CURL* curl, std::chrono::milliseconds cap,
+                      TaskContext& task) {
+  curl_off_t seconds = 0;
+  if (curl_easy_getinfo(curl, CURLINFO_RETRY_AFTER, &seconds) != CURLE_OK ||
+      seconds <= 0) {
+    return;
+  }
+  Duration wait = std::min<Duration>(std::chrono::seconds(seconds), cap);
+  task.SetRetryDelay(wait);
+  static_cast<void>(task.HoldRateLimits(wait));
+}
+
 class HttpPost {
  public:
   explicit HttpPost(HttpPostOptions options)
@@ -88,21 +127,9 @@ class HttpPost {
   // of the HTTP server). One handle per worker thread keeps connections
   // alive between tasks.
   Status operator()(TaskContext& task) const {
-    std::string url = options_.url;
-    std::string body(task.payload());
-    if (url.empty()) {
-      nlohmann::json envelope = nlohmann::json::parse(body, nullptr, false);
-      if (!envelope.is_object() || !envelope.contains("url") ||
-          !envelope["url"].is_string()) {
-        return Permanent(
-            "http.post: the payload must be {\"url\": ..., \"body\": ...} "
-            "when handlers.\"http.post\".url is not set");
-      }
-      url = envelope["url"].get<std::string>();
-      const auto it = envelope.find("body");
-      body = it == envelope.end() ? ""
-             : it->is_string()    ? it->get<std::string>()
-                                  : it->dump();
+    std::string url, body;
+    if (Status s = TargetOf(options_, task.payload(), &url, &body); !s.ok()) {
+      return s;
     }
     std::string canonical;
     if (Status allowed = allow_.Check(url, &canonical); !allowed.ok()) {
@@ -163,7 +190,11 @@ class HttpPost {
     if (status >= 200 && status < 300) return Status::OK();
     std::string message = "http.post: HTTP " + std::to_string(status) +
                           " from " + canonical + ": " + transfer.body;
-    if (status >= 500) return Status::IOError(message);
+    if (status == 429 || status == 503) {
+      HonourRetryAfter(curl, options_.max_retry_after, task);
+    }
+    // Too Many Requests is "not now", not "never": retried like a 5xx.
+    if (status >= 500 || status == 429) return Status::IOError(message);
     // 1xx leftovers, 3xx (not followed) and 4xx: the receiver refused it.
     return Permanent(message);
   }
@@ -259,7 +290,22 @@ Status RegisterBuiltinHandlers(Runtime* runtime,
                                         std::move(handler.options));
     if (!s.ok()) return s.WithContext(std::string("handler ") + name);
   }
-  return Status::OK();
+  const HttpPostOptions& post = options.http_post_options;
+  if (!options.http_post.enabled || post.host_rate_limit == 0) {
+    return Status::OK();
+  }
+  // One bucket per scheme://host:port the attempt posts to; a payload that
+  // names no valid URL shares the "" bucket, and its handler fails it.
+  Status s = runtime->AddRateLimit(
+      kHttpPostHostLimit,
+      RateLimit{post.host_rate_limit,
+                std::chrono::duration_cast<Duration>(post.host_rate_period)},
+      {kHttpPostHandler}, [post](const TaskContext& attempt) {
+        std::string url, body;
+        if (!TargetOf(post, attempt.payload(), &url, &body).ok()) return url;
+        return UrlAllowList::OriginOf(url);
+      });
+  return s.WithContext("handlers.\"http.post\".host_rate_limit");
 }
 
 }  // namespace spool::http

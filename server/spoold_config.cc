@@ -162,6 +162,12 @@ const std::vector<Key>& HttpPostKeys() {
                        1, 86'400'000));
     v->push_back(IntKey("error_body_bytes", &HttpPostOptions::error_body_bytes,
                         0, 65536));
+    v->push_back(IntKey("host_rate_limit", &HttpPostOptions::host_rate_limit, 0,
+                        1'000'000));
+    v->push_back(MsKey("host_rate_period_ms",
+                       &HttpPostOptions::host_rate_period, 1, 86'400'000));
+    v->push_back(MsKey("max_retry_after_ms", &HttpPostOptions::max_retry_after,
+                       0, 86'400'000));
     return v;
   }();
   return *keys;

@@ -31,7 +31,8 @@ bool UrlAllowList::Match(std::string_view pattern, std::string_view text) {
   return Match(pattern.substr(1), text.substr(1));
 }
 
-Status UrlAllowList::Check(std::string_view url, std::string* canonical) const {
+Status UrlAllowList::Canonical(std::string_view url, std::string* origin,
+                               std::string* form) {
   std::unique_ptr<CURLU, UrlDeleter> parsed(curl_url());
   if (!parsed) return Status::IOError("out of memory parsing a URL");
   std::string text(url);
@@ -66,8 +67,21 @@ Status UrlAllowList::Check(std::string_view url, std::string* canonical) const {
   for (char& c : host)
     c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (!part(CURLUPART_PATH, 0, &path)) path = "/";
-  std::string form = scheme + "://" + host + ":" + port + path;
-  if (part(CURLUPART_QUERY, 0, &query)) form += "?" + query;
+  *origin = scheme + "://" + host + ":" + port;
+  *form = *origin + path;
+  if (part(CURLUPART_QUERY, 0, &query)) *form += "?" + query;
+  return Status::OK();
+}
+
+std::string UrlAllowList::OriginOf(std::string_view url) {
+  std::string origin, form;
+  return Canonical(url, &origin, &form).ok() ? origin : std::string();
+}
+
+Status UrlAllowList::Check(std::string_view url, std::string* canonical) const {
+  std::string origin, form;
+  Status s = Canonical(url, &origin, &form);
+  if (!s.ok()) return s;
   for (const std::string& pattern : patterns_) {
     if (Match(pattern, form)) {
       if (canonical != nullptr) *canonical = form;

@@ -35,7 +35,16 @@ class UrlAllowList {
   // Whether `text` matches `pattern` as described above.
   static bool Match(std::string_view pattern, std::string_view text);
 
+  // The canonical scheme://host:port of `url`, or "" when it is not a valid
+  // http or https URL (allowed or not).
+  static std::string OriginOf(std::string_view url);
+
  private:
+  // `url` in canonical form, and its scheme://host:port; InvalidArgument
+  // saying why when it has none.
+  static Status Canonical(std::string_view url, std::string* origin,
+                          std::string* form);
+
   std::vector<std::string> patterns_;
 };
 

@@ -34,12 +34,16 @@ def free_port():
 
 
 class Hook(http.server.BaseHTTPRequestHandler):
-    """The http.post target: /ok answers 200, /down 503, /gone 404, any
-    other path 500."""
+    """The http.post target: /ok, /later and /elsewhere answer 200, /down
+    503, /gone 404, /busy 429 with Retry-After: 4, any other path 500."""
     received = []
-    # path -> (status, body); a subclass may add paths.
+    # (path, time.monotonic()) of each request, in order.
+    times = []
+    # path -> (status, body[, headers]); a subclass may add paths.
     routes = {"/ok": (200, b"fine"), "/down": (503, b"down for maintenance"),
-              "/gone": (404, b"no such hook here")}
+              "/gone": (404, b"no such hook here"),
+              "/later": (200, b"fine"), "/elsewhere": (200, b"fine"),
+              "/busy": (429, b"slow down", {"Retry-After": "4"})}
     # With --hook: print each request as a JSON line (serve_hook).
     echo = False
     echo_lock = threading.Lock()
@@ -47,13 +51,17 @@ class Hook(http.server.BaseHTTPRequestHandler):
     def do_POST(self):
         body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
         Hook.received.append((self.path, body))
+        Hook.times.append((self.path, time.monotonic()))
         if Hook.echo:
             line = json.dumps({"path": self.path,
                                "body": body.decode("utf-8", "replace")})
             with Hook.echo_lock:
                 print(line, flush=True)
-        code, text = self.routes.get(self.path, (500, b"?"))
+        route = self.routes.get(self.path, (500, b"?"))
+        code, text = route[0], route[1]
         self.send_response(code)
+        for name, value in (route[2] if len(route) > 2 else {}).items():
+            self.send_header(name, value)
         self.send_header("Content-Length", str(len(text)))
         self.end_headers()
         self.wfile.write(text)
@@ -98,7 +106,8 @@ class Spoold:
                 "--set", "server.body_timeout_ms=800",
                 "--set", "server.sse_keepalive_ms=300",
                 "--set", "runtime.close_timeout_ms=3000",
-                "--set", "handlers.http.post.allow=http://127.0.0.1:%d/**" % self.hook_port,
+                "--set", "handlers.http.post.allow=http://127.0.0.1:*/**",
+                "--set", "handlers.http.post.host_rate_limit=1000",
                 "--set", "handlers.http.post.max_attempts=2",
                 "--set", "handlers.http.post.timeout_ms=2000"]
         for setting in self.settings:
@@ -528,6 +537,41 @@ class SpooldTest(unittest.TestCase):
         task = self.wait_status(outside, {"failed"})
         self.assertEqual(task["attempts"], 1)
         self.assertIn("allow", task["last_error"])
+
+    def test_08b_retry_after_holds_the_host(self):
+        """A 429 with Retry-After: 4 is retried 4 s later, not at the
+        policy's 50 ms, and holds its host's bucket (host_rate_limit) as
+        long: a request to the same host waits, its attempt unspent, while
+        one to another host goes at once."""
+        base = "http://127.0.0.1:%d" % self.hook.server_address[1]
+        other = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hook)
+        threading.Thread(target=other.serve_forever, daemon=True).start()
+        try:
+            elsewhere = "http://127.0.0.1:%d" % other.server_address[1]
+            fast_retry = {"kind": "fixed", "max_attempts": 2,
+                          "initial_delay_ms": 50, "max_delay_ms": 50}
+            busy = self.enqueue({"type": "http.post", "retry": fast_retry,
+                                 "payload": {"url": base + "/busy"}})
+            first = wait_for(lambda: [t for p, t in Hook.times if p == "/busy"],
+                             15, "the first 429")[0]
+            later = self.enqueue({"type": "http.post",
+                                  "payload": {"url": base + "/later"}})
+            away = self.enqueue({"type": "http.post",
+                                 "payload": {"url": elsewhere + "/elsewhere"}})
+            self.wait_status(away, {"succeeded"})
+            self.wait_status(later, {"succeeded"})
+            task = self.wait_status(busy, {"failed"})
+            self.assertEqual(task["attempts"], 2)
+            self.assertIn("HTTP 429", task["last_error"])
+            at = {p: [t - first for q, t in Hook.times if q == p]
+                  for p in ("/busy", "/later", "/elsewhere")}
+            self.assertLess(at["/elsewhere"][0], 3.0, at)
+            self.assertGreaterEqual(at["/later"][0], 3.5, at)
+            self.assertGreaterEqual(at["/busy"][1], 3.5, at)
+            code, info = curl(self.server, "/v1/tasks/%d" % later)
+            self.assertEqual(info["attempts"], 1, "waiting spent no attempt")
+        finally:
+            other.shutdown()
 
     def test_09_sigterm_and_restart(self):
         s = self.server

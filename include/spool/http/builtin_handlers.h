@@ -64,7 +64,22 @@ struct HttpPostOptions {
   // How many bytes of a failed response's body go into the error stored in
   // the task's failure history. Default: 256.
   size_t error_body_bytes = 256;
+  // At most this many requests per host_rate_period start to any one host
+  // (scheme://host:port), as a named rate limit with a bucket per host
+  // (Runtime::AddRateLimit, limit kHttpPostHostLimit): a request the
+  // host's bucket does not allow yet waits, deferred with its attempt
+  // unspent, while other hosts go on. 0: no limit. Default: 0.
+  uint32_t host_rate_limit = 0;
+  // Default: 1 s.
+  std::chrono::milliseconds host_rate_period{1000};
+  // The longest a 429 or 503 answer's Retry-After is honoured: the retry
+  // waits that long at most, and the host's bucket is held that long at
+  // most. Default: 1 hour.
+  std::chrono::milliseconds max_retry_after{3'600'000};
 };
+
+// The named rate limit host_rate_limit adds.
+inline constexpr const char* kHttpPostHostLimit = "http.post per host";
 
 // The [handlers.*] tables together.
 struct BuiltinHandlersOptions {
@@ -80,9 +95,10 @@ inline constexpr const char* kSleepHandler = "sleep";
 inline constexpr const char* kHttpPostHandler = "http.post";
 
 // Registers the enabled built-in handlers on `runtime` (before its Start),
-// each as MakeBuiltinHandler makes it. Returns the first RegisterHandler
-// error, naming the handler, or InvalidArgument for an allow-list pattern
-// that cannot be used.
+// each as MakeBuiltinHandler makes it, and http.post's per-host rate limit
+// when host_rate_limit is set. Returns the first RegisterHandler or
+// AddRateLimit error, naming the handler, or InvalidArgument for an
+// allow-list pattern that cannot be used.
 // REQUIRES: runtime != nullptr and outlives the handlers' runs.
 Status RegisterBuiltinHandlers(Runtime* runtime,
                                const BuiltinHandlersOptions& options);
