@@ -2,8 +2,6 @@
 
 #include <spool/handler.h>
 
-#include "actors/rate_buckets.h"
-
 namespace spool {
 
 void ProgressBoard::Set(TaskId id, double progress) {
@@ -162,22 +160,6 @@ Status TaskContext::SetResult(std::string result) {
   }
   if (control_ != nullptr) control_->SetResult(std::move(result));
   return Status::OK();
-}
-
-Status TaskContext::HoldRateLimits(Duration duration) {
-  if (duration < Duration(0) || duration > kMaxSnooze) {
-    return Status::InvalidArgument(
-        "HoldRateLimits: duration must be between 0 and 365 days, got " +
-        std::to_string(duration.count()) + " us");
-  }
-  if (rate_hold_ == nullptr) {
-    return Status::FailedPrecondition(
-        "HoldRateLimits: no named rate limit (Runtime::AddRateLimit) admitted "
-        "this attempt of task type '" +
-        std::string(type_) +
-        "': none covers the type, or the attempt runs on a remote worker");
-  }
-  return rate_hold_->Hold(duration);
 }
 
 const std::vector<DependencyOutcome>& TaskContext::dependencies() const {

@@ -288,3 +288,29 @@ size_t RateBuckets::reservation_count() const {
 }
 
 }  // namespace spool::actors
+
+namespace spool {
+namespace {
+// The longest hold, as the longest snooze: 365 days.
+constexpr Duration kMaxHold = std::chrono::hours(24 * 365);
+}  // namespace
+
+// Here, beside RateHold, rather than with the other TaskContext methods in
+// attempt_control.cc: only this one reaches the buckets.
+Status TaskContext::HoldRateLimits(Duration duration) {
+  if (duration < Duration(0) || duration > kMaxHold) {
+    return Status::InvalidArgument(
+        "HoldRateLimits: duration must be between 0 and 365 days, got " +
+        std::to_string(duration.count()) + " us");
+  }
+  if (rate_hold_ == nullptr) {
+    return Status::FailedPrecondition(
+        "HoldRateLimits: no named rate limit (Runtime::AddRateLimit) admitted "
+        "this attempt of task type '" +
+        std::string(type_) +
+        "': none covers the type, or the attempt runs on a remote worker");
+  }
+  return rate_hold_->Hold(duration);
+}
+
+}  // namespace spool
