@@ -6,16 +6,11 @@
 #include <fstream>
 #include <map>
 #include <memory>
-#include <mutex>
-#include <netinet/in.h>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <signal.h>
 #include <string>
-#include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
-#include <unistd.h>
 #include <utility>
 #include <vector>
 
@@ -25,6 +20,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/child_process.h"
+#include "tests/remote_testing.h"
 #include "tests/runtime_testing.h"
 #include "tests/testing.h"
 
@@ -33,42 +29,10 @@ namespace {
 
 using testing::ChildProcess;
 using ::testing::HasSubstr;
-using testing::TempDir;
+using testing::RemoteTest;
+using testing::StartsIn;
 using testing::WaitUntil;
-
-constexpr char kSecret[] = "0123456789abcdef0123456789abcdef";
-
-// A port nothing listens on right now.
-int FreePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-  socklen_t len = sizeof addr;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
-
-std::string WriteSecret(const TempDir& dir, const std::string& name,
-                        const std::string& secret) {
-  std::string path = dir.Sub(name);
-  std::ofstream(path) << secret << "\n";
-  ::chmod(path.c_str(), 0600);
-  return path;
-}
-
-// "TASK ATTEMPT" lines a spool-worker --log wrote.
-std::vector<std::pair<TaskId, uint32_t>> StartsIn(const std::string& path) {
-  std::vector<std::pair<TaskId, uint32_t>> starts;
-  std::ifstream in(path);
-  TaskId id = 0;
-  uint32_t attempt = 0;
-  while (in >> id >> attempt) starts.emplace_back(id, attempt);
-  return starts;
-}
+using testing::WriteSecret;
 
 // The http.post target of tests/server/spoold_test.py (its Hook: /ok
 // answers 200, /down 503, /gone 404, any other path 500) in a process of
@@ -110,128 +74,6 @@ class Receiver {
   ChildProcess process_;
   int port_ = 0;
   std::multiset<std::pair<std::string, std::string>> requests_;
-};
-
-class RemoteTest : public ::testing::Test {
- protected:
-  // `before_start` may add what must come before Start (rate limits).
-  void Open(std::chrono::milliseconds lease = std::chrono::seconds(2),
-            const std::function<void(Runtime&)>& before_start = nullptr) {
-    port_ = FreePort();
-    Options options;
-    options.path = dir_.Sub("queue");
-    options.durability = Durability::kRelaxed;
-    options.workers = 0;  // every task runs remotely
-    options.remote_listen = "127.0.0.1:" + std::to_string(port_);
-    options.remote_secret_file = WriteSecret(dir_, "secret", kSecret);
-    options.remote_lease = lease;
-    options.remote_heartbeat = lease / 5;
-    options.remote_claim_ahead = 4;
-    options.log_level = LogLevel::kInfo;
-    options.log_sink = [this](LogLevel, std::string_view line) {
-      std::lock_guard<std::mutex> lock(log_mutex_);
-      log_.emplace_back(line);
-    };
-    runtime_ = testing::OpenOrDie(options);
-    // The queue node declares the types (Enqueue takes only registered
-    // ones) but, with no local worker, never runs these handlers.
-    for (const char* type : {"noop", "sleep", "http.post"}) {
-      ASSERT_TRUE(runtime_
-                      ->RegisterHandler(type,
-                                        [](TaskContext&) {
-                                          return Status::Aborted(
-                                              "ran on the queue node");
-                                        })
-                      .ok());
-    }
-    if (before_start) before_start(*runtime_);
-    ASSERT_TRUE(runtime_->Start().ok());
-  }
-
-  std::unique_ptr<ChildProcess> Worker(const std::string& name,
-                                       const std::string& types,
-                                       int concurrency,
-                                       const std::string& secret_file = "",
-                                       std::vector<std::string> more = {}) {
-    std::vector<std::string> argv = {
-        SPOOL_WORKER_BINARY,
-        "--connect",
-        "127.0.0.1:" + std::to_string(port_),
-        "--secret-file",
-        secret_file.empty() ? dir_.Sub("secret") : secret_file,
-        "--types",
-        types,
-        "--concurrency",
-        std::to_string(concurrency),
-        "--node",
-        name,
-        "--log",
-        dir_.Sub(name + ".log")};
-    argv.insert(argv.end(), more.begin(), more.end());
-    return std::make_unique<ChildProcess>(argv);
-  }
-
-  static void ExpectConnected(ChildProcess& worker) {
-    auto line = worker.ReadLine(std::chrono::seconds(15));
-    ASSERT_TRUE(line.has_value());
-    EXPECT_THAT(*line, HasSubstr("connected"));
-  }
-
-  std::vector<TaskId> EnqueueMany(const std::string& type,
-                                  const std::string& payload, int n) {
-    std::vector<TaskId> ids;
-    std::vector<TaskSpec> batch;
-    for (int i = 0; i < n; ++i) {
-      TaskSpec spec;
-      spec.type = type;
-      spec.payload = payload;
-      RetryPolicy retry;
-      retry.max_attempts = 5;
-      retry.initial_delay = std::chrono::milliseconds(10);
-      spec.options.retry = retry;
-      batch.push_back(std::move(spec));
-      if (batch.size() == 500 || i + 1 == n) {
-        auto stored =
-            testing::Await(runtime_->EnqueueBatch(std::move(batch)).stored,
-                           std::chrono::seconds(30));
-        EXPECT_TRUE(stored.ok()) << stored.status().ToString();
-        if (stored.ok()) ids.insert(ids.end(), stored->begin(), stored->end());
-        batch.clear();
-      }
-    }
-    return ids;
-  }
-
-  Status Drain(std::chrono::seconds timeout) {
-    DrainOptions options;
-    options.timeout = timeout;
-    options.wait_for_scheduled = true;
-    return testing::Await(runtime_->Drain(options),
-                          timeout + std::chrono::seconds(5))
-        .status();
-  }
-
-  bool Logged(const std::string& text) {
-    std::lock_guard<std::mutex> lock(log_mutex_);
-    for (const std::string& line : log_) {
-      if (line.find(text) != std::string::npos) return true;
-    }
-    return false;
-  }
-
-  TaskInfo Info(TaskId id) {
-    auto info = testing::Await(runtime_->GetTask(id));
-    EXPECT_TRUE(info.ok());
-    return info.ok() ? *info : TaskInfo{};
-  }
-
-  TempDir dir_;
-  int port_ = 0;
-  // The log outlives the runtime: members die in reverse order, and the
-  // runtime's close still logs (the gateway's goodbyes) through log_sink.
-  std::mutex log_mutex_;
-  std::vector<std::string> log_;
-  std::unique_ptr<Runtime> runtime_;
 };
 
 TEST_F(RemoteTest, ThreeWorkerProcessesDrainTenThousandTasks) {
