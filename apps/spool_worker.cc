@@ -3,6 +3,7 @@
 //
 //   spool-worker --connect HOST:PORT --secret-file F [--types noop,sleep]
 //                [--concurrency N] [--node NAME] [--config FILE] [--log FILE]
+//                [--reconnect-max-ms M]
 //
 // Serves the built-in `noop` (succeeds at once), `sleep` (the payload:
 // milliseconds, as text) and `http.post` (webhook delivery, spoold's
@@ -11,8 +12,10 @@
 // TOML file spoold reads (read by spool::http::LoadSpooldConfig, so spoold's
 // own file will do; its other sections are checked and not used), and is
 // refused unless that table sets an allow-list. --log appends
-// "TASK ATTEMPT" for every attempt started, for tests. Runs until SIGINT or
-// SIGTERM.
+// "TASK ATTEMPT" for every attempt started, for tests. --reconnect-max-ms
+// caps the backoff between reconnection attempts (RemoteWorkerOptions::
+// reconnect_max, default 5000), for a queue node that restarts often
+// (spool-torture --remote-workers). Runs until SIGINT or SIGTERM.
 
 #include <atomic>
 #include <chrono>
@@ -49,7 +52,8 @@ int Usage(const std::string& why) {
   std::cerr << "spool-worker: " << why
             << "\nusage: spool-worker --connect HOST:PORT --secret-file F "
                "[--types noop,sleep,http.post] [--concurrency N] "
-               "[--node NAME] [--config FILE] [--log FILE]\n"
+               "[--node NAME] [--config FILE] [--log FILE] "
+               "[--reconnect-max-ms M]\n"
                "  --config: spoold's TOML file; http.post needs its "
                "[handlers.\"http.post\"] allow\n";
   return 2;
@@ -65,6 +69,20 @@ std::vector<std::string> Split(const std::string& text) {
   return parts;
 }
 
+// Parses `value`, the value of `flag`, as an integer in [min, max] into
+// *out; returns the error, or "" when it parsed.
+std::string ParseInteger(const std::string& flag, const std::string& value,
+                         long min, long max, long* out) {
+  char* end = nullptr;
+  long n = std::strtol(value.c_str(), &end, 10);
+  if (value.empty() || *end != '\0' || n < min || n > max) {
+    return flag + " must be an integer in [" + std::to_string(min) + ", " +
+           std::to_string(max) + "], got " + value;
+  }
+  *out = n;
+  return "";
+}
+
 // Parses argv into *args; returns the error, or "" when it parsed.
 std::string Parse(int argc, char** argv, Args* args) {
   for (int i = 1; i < argc; ++i) {
@@ -78,12 +96,15 @@ std::string Parse(int argc, char** argv, Args* args) {
     } else if (flag == "--types") {
       args->types = Split(value);
     } else if (flag == "--concurrency") {
-      char* end = nullptr;
-      long n = std::strtol(value.c_str(), &end, 10);
-      if (*end != '\0' || n < 1 || n > 4096) {
-        return "--concurrency must be an integer in [1, 4096], got " + value;
-      }
+      long n = 0;
+      std::string bad = ParseInteger(flag, value, 1, 4096, &n);
+      if (!bad.empty()) return bad;
       args->options.concurrency = static_cast<uint32_t>(n);
+    } else if (flag == "--reconnect-max-ms") {
+      long n = 0;
+      std::string bad = ParseInteger(flag, value, 1, 600000, &n);
+      if (!bad.empty()) return bad;
+      args->options.reconnect_max = std::chrono::milliseconds(n);
     } else if (flag == "--node") {
       args->options.node = value;
     } else if (flag == "--config") {
