@@ -656,7 +656,9 @@ void Dispatch(Self self) {
       std::exchange(st.control_updates, {});
   // Workers and the gateway changed the buckets before the outcomes this
   // dispatch follows.
-  if (st.config.rate_buckets) st.config.rate_buckets->TakeChanges(&meta);
+  if (st.config.rate_buckets && !st.config.rate_buckets->empty()) {
+    st.config.rate_buckets->TakeChanges(&meta);
+  }
   if (!meta.empty()) {
     self->send(st.config.writer, meta_atom::value, MetaUpdate{std::move(meta)});
   }
