@@ -102,6 +102,13 @@ class RateBuckets {
 
   // True when no limit was added.
   bool empty() const { return limits_.empty(); }
+  // Whether a limit named `name` was added.
+  bool Has(std::string_view name) const {
+    for (const auto& state : limits_) {
+      if (state->limit.name == name) return true;
+    }
+    return false;
+  }
   // Whether some limit covers `type`.
   bool LimitsType(const std::string& type) const {
     return by_type_.count(type) != 0;

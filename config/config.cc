@@ -475,8 +475,7 @@ const std::vector<KeySpec>& Registry() {
           "retention", "batch_size",
           "The most index entries one retention step examines."),
       StringKey<&Options::remote_listen, /*kAllowEmpty=*/true>(
-          "remote", "listen",
-          "HOST:PORT of the worker gateway; \"\": off."),
+          "remote", "listen", "HOST:PORT of the worker gateway; \"\": off."),
       StringKey<&Options::remote_secret_file, /*kAllowEmpty=*/true>(
           "remote", "secret_file",
           "The file of the secret remote workers must present."),
@@ -484,7 +483,8 @@ const std::vector<KeySpec>& Registry() {
           "remote", "lease_ms",
           "How long a remote worker's lease lasts without a heartbeat."),
       MillisecondsKey<&Options::remote_heartbeat, 10, 600'000>(
-          "remote", "heartbeat_ms", "How often remote workers send heartbeats."),
+          "remote", "heartbeat_ms",
+          "How often remote workers send heartbeats."),
       IntegerKey<&Options::remote_claim_ahead, 0, 4096>(
           "remote", "claim_ahead",
           "Tasks leased to a remote worker beyond its concurrency."),
@@ -710,7 +710,8 @@ std::string SuggestSection(std::string_view section) {
   std::string_view best;
   size_t best_distance = kMaxSuggestionDistance + 1;
   std::vector<std::string_view> candidates = KnownSections();
-  for (std::string_view table : {"retry", "types", "groups", "periodic"}) {
+  for (std::string_view table :
+       {"retry", "types", "groups", "rate_limits", "periodic"}) {
     candidates.push_back(table);
   }
   for (std::string_view candidate : candidates) {
@@ -1005,6 +1006,24 @@ const std::vector<TableField>& GroupFields() {
   return *kFields;
 }
 
+const std::vector<TableField>& RateLimitFields() {
+  static const auto* const kFields = new std::vector<TableField>{
+      {"count", FieldKind::kInteger, 1, 1'000'000},
+      {"period_ms", FieldKind::kInteger, 1, 86'400'000},
+      {"types", FieldKind::kNames},
+  };
+  return *kFields;
+}
+
+// The fields of the tables under `section`: "retry", "types", "groups" or
+// "rate_limits".
+const std::vector<TableField>& FieldsOf(std::string_view section) {
+  if (section == "retry") return RetryFields();
+  if (section == "types") return TypeFields();
+  if (section == "groups") return GroupFields();
+  return RateLimitFields();
+}
+
 const TableField* FindField(const std::vector<TableField>& fields,
                             std::string_view name) {
   for (const TableField& field : fields) {
@@ -1197,6 +1216,17 @@ void SetTypeField(std::string_view name, const FieldValue& value,
   }
 }
 
+void SetRateLimitField(std::string_view name, const FieldValue& value,
+                       NamedRateLimitSettings* limit) {
+  if (name == "count") {
+    limit->count = static_cast<uint32_t>(value.integer);
+  } else if (name == "period_ms") {
+    limit->period = Millis(value.integer);
+  } else if (name == "types") {
+    limit->types = value.names;
+  }
+}
+
 // Applies the keys of a table whose fields are `fields` (sub-tables
 // flattened into dotted names: only one level, as TableField names have),
 // calling `set` for each valid one. `subject` is the table as messages
@@ -1310,9 +1340,23 @@ void ApplyGroup(std::string_view name, const toml::table& table,
               });
 }
 
+// Reads one [rate_limits.NAME] table into options->rate_limits[NAME].
+void ApplyRateLimit(std::string_view name, const toml::table& table,
+                    std::string_view source, Options* options,
+                    FirstErrorInFile* errors) {
+  std::string subject = "rate_limits." + KeyForMessage(name);
+  NamedRateLimitSettings& limit = options->rate_limits[std::string(name)];
+  ApplyFields(table, subject, "a [rate_limits.NAME] table", RateLimitFields(),
+              source, errors,
+              [&limit](std::string_view field, const FieldValue& value) {
+                SetRateLimitField(field, value, &limit);
+              });
+}
+
 // Whether `section` is one of the tables of named things, or [retry].
 bool IsTableSection(std::string_view section) {
-  return section == "retry" || section == "types" || section == "groups";
+  return section == "retry" || section == "types" || section == "groups" ||
+         section == "rate_limits";
 }
 
 // Applies a top-level [retry], or the [types.NAME] / [groups.NAME] tables
@@ -1341,8 +1385,10 @@ void ApplyTableSection(std::string_view section, const toml::node& node,
     if (const toml::table* table = entry.as_table()) {
       if (section == "types") {
         ApplyType(name.str(), *table, source, options, errors);
-      } else {
+      } else if (section == "groups") {
         ApplyGroup(name.str(), *table, source, options, errors);
+      } else {
+        ApplyRateLimit(name.str(), *table, source, options, errors);
       }
     } else {
       uint32_t entry_line = LineOf(name.source());
@@ -1361,9 +1407,7 @@ void ApplyTableSection(std::string_view section, const toml::node& node,
 // matched at the end).
 Status ApplyTableOverride(std::string_view section, std::string_view rest,
                           std::string_view text, Options* options) {
-  const std::vector<TableField>& fields = section == "retry"   ? RetryFields()
-                                          : section == "types" ? TypeFields()
-                                                               : GroupFields();
+  const std::vector<TableField>& fields = FieldsOf(section);
   const TableField* field = nullptr;
   std::string_view name;
   if (section == "retry") {
@@ -1398,9 +1442,12 @@ Status ApplyTableOverride(std::string_view section, std::string_view rest,
     options->default_retry = retry.Over(options->default_retry);
   } else if (section == "types") {
     SetTypeField(field->name, *value, &options->types[std::string(name)]);
-  } else {
+  } else if (section == "groups") {
     options->group_limits[std::string(name)] =
         static_cast<uint32_t>(value->integer);
+  } else {
+    SetRateLimitField(field->name, *value,
+                      &options->rate_limits[std::string(name)]);
   }
   return Status::OK();
 }
@@ -1782,6 +1829,29 @@ std::string DescribeGroups(const Options& options,
   return out;
 }
 
+// Every [rate_limits.NAME] table.
+std::string DescribeRateLimits(const Options& options,
+                               const ConfigSources* sources) {
+  std::string out;
+  for (const auto& [name, limit] : options.rate_limits) {
+    std::string key = "rate_limits." + name + ".";
+    out += "\n[rate_limits." + QuoteTomlString(name) + "]\n";
+    out +=
+        "# Added at Start unless code adds this name "
+        "(Runtime::AddRateLimit).\n";
+    out += "count = " + std::to_string(limit.count) +
+           SourceSuffix(sources, key + "count") + "\n";
+    out += "period_ms = " +
+           std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
+                              limit.period)
+                              .count()) +
+           SourceSuffix(sources, key + "period_ms") + "\n";
+    out += "types = " + RenderNames(limit.types) +
+           SourceSuffix(sources, key + "types") + "\n";
+  }
+  return out;
+}
+
 std::string DescribeOptionsWith(const Options& options,
                                 const ConfigSources* sources) {
   std::string out =
@@ -1805,6 +1875,7 @@ std::string DescribeOptionsWith(const Options& options,
     out += DescribeType(name, type, options, sources);
   }
   out += DescribeGroups(options, sources);
+  out += DescribeRateLimits(options, sources);
   for (const PeriodicTask& periodic : options.periodic) {
     out += "\n[periodic." + QuoteTomlString(periodic.name) + "]\n";
     out += "schedule = " + QuoteTomlString(periodic.schedule) + "\n";

@@ -81,6 +81,7 @@ void ExpectSameOptions(const Options& actual, const Options& expected) {
   EXPECT_EQ(actual.default_retry.jitter, expected.default_retry.jitter);
   EXPECT_EQ(actual.types.size(), expected.types.size());
   EXPECT_EQ(actual.group_limits, expected.group_limits);
+  EXPECT_EQ(actual.rate_limits, expected.rate_limits);
   EXPECT_EQ(actual.retention_succeeded, expected.retention_succeeded);
   EXPECT_EQ(actual.retention_failed, expected.retention_failed);
   EXPECT_EQ(actual.retention_dead, expected.retention_dead);
@@ -1327,6 +1328,59 @@ TEST(PerTypeConfigTest, BadInputNamesFileKeyReasonAndLine) {
   for (const auto& [text, expected] : cases) {
     EXPECT_THAT(ParseError(text), HasSubstr(expected)) << text;
   }
+}
+
+// [rate_limits.NAME]: named limits from the file and from --set, printed
+// back as they load, refused naming the key.
+TEST(RateLimitConfigTest, TablesAndOverridesSetNamedLimits) {
+  Options options;
+  Status s = Parse(R"(
+[rate_limits.mail-api]
+count = 100
+period_ms = 60000
+types = ["email", "digest"]
+)",
+                   &options,
+                   {"rate_limits.sms.count=5", "rate_limits.sms.types=sms",
+                    "rate_limits.mail-api.count=50"});
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  ASSERT_TRUE(options.Validate().ok()) << options.Validate().ToString();
+  const NamedRateLimitSettings& mail = options.rate_limits.at("mail-api");
+  EXPECT_EQ(mail.count, 50u) << "the override wins over the file";
+  EXPECT_EQ(mail.period, std::chrono::minutes(1));
+  EXPECT_EQ(mail.types, (std::vector<std::string>{"email", "digest"}));
+  const NamedRateLimitSettings& sms = options.rate_limits.at("sms");
+  EXPECT_EQ(sms.count, 5u);
+  EXPECT_EQ(sms.period, std::chrono::seconds(1));
+  EXPECT_EQ(sms.types, std::vector<std::string>{"sms"});
+  ExpectRoundTrip(options);
+}
+
+TEST(RateLimitConfigTest, BadTablesAreRefusedNamingTheKey) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"[rate_limits.api]\ncount = 0\ntypes = [\"t\"]\n",
+       "rate_limits.api.count: expected an integer in [1, 1000000], got 0 "
+       "(line 2)"},
+      {"[rate_limits.api]\ncount = 1\nburst = 2\n",
+       "rate_limits.api.burst: unknown key; a [rate_limits.NAME] table takes "
+       "count, period_ms and types (line 3)"},
+      {"[rate_limits.api]\ncount = 1\ntypes = \"t\"\n",
+       "rate_limits.api.types: expected an array of non-empty strings"},
+      {"rate_limits = 5\n",
+       "rate_limits: expected [rate_limits.NAME] tables, got 5 (line 1)"},
+  };
+  for (const auto& [text, expected] : cases) {
+    EXPECT_THAT(ParseError(text), HasSubstr(expected)) << text;
+  }
+  Options options = DocumentedDefaults();
+  options.rate_limits["api"].types = {"t"};
+  EXPECT_THAT(
+      options.Validate().ToString(),
+      HasSubstr("rate_limits.api.count must be in [1, 1000000], got 0"));
+  options.rate_limits["api"].count = 1;
+  options.rate_limits["api"].types.clear();
+  EXPECT_THAT(options.Validate().ToString(),
+              HasSubstr("rate_limits.api.types must name at least one type"));
 }
 
 // What only the whole Options can judge is refused by Validate, naming the

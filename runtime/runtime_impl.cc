@@ -535,6 +535,13 @@ Status RuntimeImpl::Start() {
         entry.options.requires_gates.value_or(std::vector<std::string>{})};
   }
   WarnOfTypesWithoutHandlers(*registry);
+  // [rate_limits.NAME] tables; a name the code added is the code's.
+  for (const auto& [name, limit] : options_.rate_limits) {
+    if (rate_buckets_->Has(name)) continue;
+    Status added = rate_buckets_->Add(actors::RateBuckets::Limit{
+        name, RateLimit{limit.count, limit.period}, limit.types, nullptr});
+    if (!added.ok()) return added.WithContext("rate_limits." + name);
+  }
   int64_t now = clock_->Now().time_since_epoch().count();
   for (PeriodicTask& periodic : periodic_) {
     Result<actors::NewTask> task =

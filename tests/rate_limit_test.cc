@@ -215,6 +215,30 @@ TEST(NamedRateLimitTest, TheBucketsStateSurvivesARestart) {
   ASSERT_TRUE(h.WaitForStatus(second, TaskStatus::kSucceeded));
 }
 
+TEST(NamedRateLimitTest, ConfigTablesAddLimitsAndCodeWinsForItsNames) {
+  Harness h(1, Durability::kSync);
+  h.options().rate_limits["from_file"] = {1, 1min, {"a"}};
+  h.options().rate_limits["coded"] = {1, 1min, {"b"}};
+  h.Reopen();
+  h.RegisterRecorder("a");
+  h.RegisterRecorder("b");
+  ASSERT_TRUE(
+      h.runtime().AddRateLimit("coded", RateLimit{2, 1min}, {"b"}).ok());
+  Deferrals deferrals(h.runtime());
+  TaskId a1 = h.Put("a", "a1");
+  TaskId a2 = h.Put("a", "a2");
+  TaskId b1 = h.Put("b", "b1");
+  TaskId b2 = h.Put("b", "b2");
+  ASSERT_TRUE(h.runtime().Start().ok());
+  // The file's limit holds a2 back; the code's 2 a minute lets both b run.
+  for (TaskId id : {a1, b1, b2}) {
+    ASSERT_TRUE(h.WaitForStatus(id, TaskStatus::kSucceeded)) << id;
+  }
+  ASSERT_TRUE(deferrals.WaitFor(1));
+  EXPECT_EQ(deferrals.events().front().id, a2);
+  EXPECT_EQ(deferrals.events().front().defer_reason, DeferReason::kRateLimited);
+}
+
 TEST(NamedRateLimitTest, MalformedLimitsAreRefusedNamingTheField) {
   Harness h(1);
   Runtime& rt = h.runtime();

@@ -194,6 +194,34 @@ Status ValidateType(const std::string& type, const TypeSettings& settings,
 // The longest group name, as Enqueue allows it (runtime/runtime_impl.cc).
 constexpr size_t kMaxGroupBytes = 1024;
 
+// [rate_limits.NAME]: as Runtime::AddRateLimit checks its arguments.
+Status ValidateNamedRateLimits(const Options& options) {
+  for (const auto& [name, limit] : options.rate_limits) {
+    std::string subject = "rate_limits." + NameForMessage(name);
+    if (name.empty() || name.size() > 256) {
+      return Status::InvalidArgument(
+          "rate_limits: a limit's name must be 1 to 256 bytes, got " +
+          std::to_string(name.size()));
+    }
+    if (limit.count < 1 || limit.count > kMaxCount) {
+      return Status::InvalidArgument(subject +
+                                     ".count must be in [1, 1000000], got " +
+                                     std::to_string(limit.count));
+    }
+    if (limit.period < std::chrono::milliseconds(1) ||
+        limit.period > std::chrono::hours(24)) {
+      return Status::InvalidArgument(
+          subject + ".period_ms must be in [1, 86400000], got " +
+          Milliseconds(limit.period));
+    }
+    if (limit.types.empty()) {
+      return Status::InvalidArgument(subject +
+                                     ".types must name at least one type");
+    }
+  }
+  return Status::OK();
+}
+
 Status ValidatePerTypeAndGroup(const Options& options) {
   Status s = ValidateRetry(options.default_retry, "retry");
   if (!s.ok()) return s;
@@ -216,7 +244,7 @@ Status ValidatePerTypeAndGroup(const Options& options) {
           ".concurrency must be in [0, 1000000], got " + std::to_string(limit));
     }
   }
-  return Status::OK();
+  return ValidateNamedRateLimits(options);
 }
 
 }  // namespace
@@ -259,14 +287,16 @@ Status ValidateRemote(const Options& o) {
   bool digits = !port.empty() && port.size() <= 5 &&
                 port.find_first_not_of("0123456789") == std::string::npos;
   if (colon == 0 || !digits || std::stoi(port) > 65535) {
-    return bad("remote.listen must be \"HOST:PORT\" with a port in [0, "
-               "65535], got \"" +
-               o.remote_listen + "\"");
+    return bad(
+        "remote.listen must be \"HOST:PORT\" with a port in [0, "
+        "65535], got \"" +
+        o.remote_listen + "\"");
   }
   if (o.remote_secret_file.empty()) {
-    return bad("remote.secret_file must name the shared secret's file when "
-               "remote.listen is set: a gateway without one would hand tasks "
-               "to any peer");
+    return bad(
+        "remote.secret_file must name the shared secret's file when "
+        "remote.listen is set: a gateway without one would hand tasks "
+        "to any peer");
   }
   return Status::OK();
 }

@@ -138,6 +138,21 @@ struct RetrySettings {
 // field is given or not; a handler's HandlerOptions field set in code wins
 // over it, and a field given neither here nor in code takes its default
 // (spool/handler.h, HandlerOptions).
+// A [rate_limits.NAME] table (Options::rate_limits).
+struct NamedRateLimitSettings {
+  // count: attempts per period, in [1, 1000000]. Default: 0, refused by
+  // Validate (the table must set it).
+  uint32_t count = 0;
+  // period_ms: in [1 ms, 24 h]. Default: 1 s.
+  Duration period = std::chrono::seconds(1);
+  // types: the task types it spans; at least one. Default: none.
+  std::vector<std::string> types;
+
+  bool operator==(const NamedRateLimitSettings& o) const {
+    return count == o.count && period == o.period && types == o.types;
+  }
+};
+
 struct TypeSettings {
   // concurrency: HandlerOptions::max_concurrent. Default: unset.
   std::optional<uint32_t> max_concurrent;
@@ -308,6 +323,13 @@ struct Options {
   // keeps winning after a restart until it is set to 0 (docs in
   // spool/runtime.h). Default: none.
   std::map<std::string, uint32_t> group_limits;
+
+  // Named rate limits from [rate_limits.NAME] tables: each is added at
+  // Start as Runtime::AddRateLimit(NAME, {count, period}, types) would add
+  // it, one bucket for all its types (a key function is code's only). A
+  // name the code adds itself is code's: its AddRateLimit wins and the
+  // table is not used. Default: none.
+  std::map<std::string, NamedRateLimitSettings> rate_limits;
 
   // The retry policy handlers of `type` get when their code sets none:
   // types[type].retry over default_retry.

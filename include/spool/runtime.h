@@ -417,7 +417,10 @@ class Runtime {
   // while (TaskContext::HoldRateLimits). The buckets' state is stored, like
   // a per-type limit's, so a restart keeps it; keep the same name for the
   // same limit across restarts. Attempts leased to remote workers are
-  // admitted the same way, on this node.
+  // admitted the same way, on this node. The config file's
+  // [rate_limits.NAME] tables (Options::rate_limits) add limits without a
+  // key function at Start; a name added here is this call's, and its table
+  // is not used.
   //
   // REQUIRES: before Start. InvalidArgument naming the field for an empty or
   // oversized name, a count of 0, a period outside [1 ms, 24 h], no types
