@@ -50,6 +50,15 @@ class Deferrals {
   std::vector<TaskEvent> events_;
 };
 
+// Enqueues a task of `type` per payload, in order; their ids.
+std::vector<TaskId> PutAll(Harness& h, const std::string& type,
+                           const std::vector<std::string>& payloads) {
+  std::vector<TaskId> ids;
+  for (const std::string& payload : payloads)
+    ids.push_back(h.Put(type, payload));
+  return ids;
+}
+
 // The host part of a "host/path" payload: one bucket per host.
 std::string HostOf(const TaskContext& attempt) {
   std::string_view payload = attempt.payload();
@@ -105,10 +114,8 @@ TEST(NamedRateLimitTest, KeyOfSplitsALimitIntoBucketsThatWaitApart) {
                   .AddRateLimit("per_host", RateLimit{1, 10s}, {"hook"}, HostOf)
                   .ok());
   Deferrals deferrals(h.runtime());
-  TaskId x1 = h.Put("hook", "x/1");
-  TaskId x2 = h.Put("hook", "x/2");
-  TaskId y1 = h.Put("hook", "y/1");
-  TaskId y2 = h.Put("hook", "y/2");
+  std::vector<TaskId> ids = PutAll(h, "hook", {"x/1", "x/2", "y/1", "y/2"});
+  TaskId x1 = ids[0], x2 = ids[1], y1 = ids[2], y2 = ids[3];
   Timestamp t0 = h.clock().Now();
   ASSERT_TRUE(h.runtime().Start().ok());
 
@@ -225,17 +232,15 @@ TEST(NamedRateLimitTest, ConfigTablesAddLimitsAndCodeWinsForItsNames) {
   ASSERT_TRUE(
       h.runtime().AddRateLimit("coded", RateLimit{2, 1min}, {"b"}).ok());
   Deferrals deferrals(h.runtime());
-  TaskId a1 = h.Put("a", "a1");
-  TaskId a2 = h.Put("a", "a2");
-  TaskId b1 = h.Put("b", "b1");
-  TaskId b2 = h.Put("b", "b2");
+  std::vector<TaskId> a = PutAll(h, "a", {"a1", "a2"});
+  std::vector<TaskId> b = PutAll(h, "b", {"b1", "b2"});
   ASSERT_TRUE(h.runtime().Start().ok());
   // The file's limit holds a2 back; the code's 2 a minute lets both b run.
-  for (TaskId id : {a1, b1, b2}) {
+  for (TaskId id : {a[0], b[0], b[1]}) {
     ASSERT_TRUE(h.WaitForStatus(id, TaskStatus::kSucceeded)) << id;
   }
   ASSERT_TRUE(deferrals.WaitFor(1));
-  EXPECT_EQ(deferrals.events().front().id, a2);
+  EXPECT_EQ(deferrals.events().front().id, a[1]);
   EXPECT_EQ(deferrals.events().front().defer_reason, DeferReason::kRateLimited);
 }
 
