@@ -246,18 +246,8 @@ bool AdmittedByRate(GatewayState& st, const ClaimedTask& task,
       !buckets->LimitsType(task.type)) {
     return true;
   }
-  auto view = [](const flatbuffers::String* v) {
-    return v == nullptr ? std::string_view() : v->string_view();
-  };
-  std::string_view payload;
-  if (spec.payload() != nullptr) {
-    payload =
-        std::string_view(reinterpret_cast<const char*>(spec.payload()->data()),
-                         spec.payload()->size());
-  }
-  TaskContext context =
-      TaskContextBuilder::For(task, payload, view(spec.group()),
-                              view(spec.idempotency_key()), nullptr, {});
+  TaskContext context = TaskContextBuilder::For(
+      task, spec, storage::SpecPayload(spec), nullptr, {});
   std::optional<AdmittedBuckets> admitted;
   return AdmitByRate(buckets, task, context, &admitted, outcome);
 }
@@ -310,10 +300,7 @@ void OnLease(Self self, uint64_t session_id, uint32_t slot, ClaimedTask& task) {
   lease.priority = task.priority;
   lease.previous_attempt_interrupted = task.previous_attempt_interrupted;
   lease.type = task.type;
-  if (spec->payload() != nullptr) {
-    lease.payload.assign(reinterpret_cast<const char*>(spec->payload()->data()),
-                         spec->payload()->size());
-  }
+  lease.payload.assign(storage::SpecPayload(*spec));
   lease.group = text(spec->group());
   lease.idempotency_key = text(spec->idempotency_key());
   RecordLease(self, task, session->second.node);

@@ -158,12 +158,7 @@ Outcome RunAttempt(const HandlerRegistry& registry, const ClaimedTask& task,
   const HandlerOptions& options = entry.options;
 
   std::string migrated;
-  std::string_view stored_payload;
-  if (spec.payload() != nullptr) {
-    stored_payload =
-        std::string_view(reinterpret_cast<const char*>(spec.payload()->data()),
-                         spec.payload()->size());
-  }
+  const std::string_view stored_payload = storage::SpecPayload(spec);
   std::string_view payload = stored_payload;
   const uint32_t payload_version = spec.payload_version();
   if (payload_version > options.version) {

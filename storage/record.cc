@@ -193,6 +193,12 @@ std::string EncodeFailure(const FailureEntry& failure) {
 
 // ---- Verification ----
 
+std::string_view SpecPayload(const fb::TaskSpec& spec) {
+  if (spec.payload() == nullptr) return {};
+  return std::string_view(reinterpret_cast<const char*>(spec.payload()->data()),
+                          spec.payload()->size());
+}
+
 Status VerifySpec(TaskId id, std::string_view bytes,
                   const fb::TaskSpec** table) {
   const fb::TaskSpec* spec = nullptr;
@@ -269,13 +275,7 @@ Status DecodeSpec(TaskId id, std::string_view bytes, SpecRecord* spec) {
   if (!s.ok()) return s;
   spec->id = table->id();
   spec->type = AsString(table->type());
-  if (table->payload() != nullptr) {
-    spec->payload.assign(
-        reinterpret_cast<const char*>(table->payload()->data()),
-        table->payload()->size());
-  } else {
-    spec->payload.clear();
-  }
+  spec->payload.assign(SpecPayload(*table));
   spec->created_us = table->created_us();
   spec->group = AsString(table->group());
   spec->dedup_key = AsString(table->dedup_key());
@@ -446,9 +446,8 @@ void FillTaskInfo(const TaskView& task, TaskInfo* info, bool with_payload) {
   const fb::TaskState& state = *task.state;
   info->id = spec.id();
   info->type = AsString(spec.type());
-  if (with_payload && spec.payload() != nullptr) {
-    info->payload.assign(reinterpret_cast<const char*>(spec.payload()->data()),
-                         spec.payload()->size());
+  if (with_payload) {
+    info->payload.assign(SpecPayload(spec));
   } else {
     info->payload.clear();
   }

@@ -147,6 +147,10 @@ Status VerifyState(TaskId id, std::string_view bytes,
 Status VerifyFailure(TaskId id, std::string_view bytes,
                      const fb::Failure** table);
 
+// The payload of a verified spec, read in place (valid while its bytes
+// are); empty when it has none.
+std::string_view SpecPayload(const fb::TaskSpec& spec);
+
 // `bytes` itself when it starts 8-byte aligned, else a copy in *scratch:
 // what the verifiers may read in place. The result lives as long as `bytes`
 // or *scratch, whichever it views.
