@@ -3,13 +3,18 @@
 // running `sleep 5 ms` at concurrency 16; no-op tasks through 2 remote
 // workers beside the in-process drain; lease expiry to re-dispatch.
 //
-//   spool-remote-bench [--dir DIR]
+//   spool-remote-bench [--dir DIR] [--rounds N] [--scenario
+//   sleep|noop|lease]...
 //
 // Real processes on loopback, a real store (durability relaxed, as the
-// drain figures of spool-bench use). One run; the figures go to stdout.
+// drain figures of spool-bench use). Each scenario runs N rounds (default
+// 3), the sizes it compares interleaved round by round; a row per round,
+// then a median row with the ratios. The figures go to stdout.
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -172,43 +177,116 @@ size_t Lines(const std::string& path) {
   return n;
 }
 
-}  // namespace
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
 
-int main(int argc, char** argv) {
-  Bench bench;
-  bench.dir = argc > 2 && std::string(argv[1]) == "--dir"
-                  ? argv[2]
-                  : std::filesystem::temp_directory_path().string() +
-                        "/spool-remote-bench";
-  std::filesystem::create_directories(bench.dir);
-  std::cout << "scenario,workers,tasks,per_second\n";
-  double one = 0;
-  for (int n : {1, 2, 4}) {
-    if (!bench.Open("sleep" + std::to_string(n), 0, std::chrono::seconds(10))
-             .ok())
-      return 1;
-    bench.Spawn(n, 16);
-    int tasks = 4000 * n;
-    double rate = bench.Drain("sleep", "5", tasks);
-    if (n == 1) one = rate;
-    std::cout << "sleep_5ms_c16," << n << "," << tasks << "," << rate
-              << (n > 1 ? ",ratio=" + std::to_string(rate / one) : "") << "\n";
-    bench.Close();
+std::string Rounds(const std::vector<double>& v) {
+  std::string out;
+  for (double x : v) {
+    if (!out.empty()) out += ' ';
+    out += std::to_string(static_cast<long long>(x + 0.5));
   }
-  if (!bench.Open("noop_remote", 0, std::chrono::seconds(10)).ok()) return 1;
-  bench.Spawn(2, 16);
-  std::cout << "noop_remote,2," << 50000 << ","
-            << bench.Drain("noop", "", 50000) << "\n";
-  bench.Close();
-  if (!bench.Open("noop_local", 4, std::chrono::seconds(10)).ok()) return 1;
-  std::cout << "noop_in_process,4 local," << 50000 << ","
-            << bench.Drain("noop", "", 50000) << "\n";
-  bench.Close();
+  return out;
+}
 
-  // Lease expiry to re-dispatch: a worker stalls (SIGSTOP) right after its
-  // handler starts; the time until another worker starts the task again.
-  const auto lease = std::chrono::milliseconds(1000);
-  if (!bench.Open("lease", 0, lease).ok()) return 1;
+struct Args {
+  std::string dir =
+      std::filesystem::temp_directory_path().string() + "/spool-remote-bench";
+  int rounds = 3;
+  std::vector<std::string> scenarios;
+  bool Wants(const std::string& name) const {
+    return scenarios.empty() || std::find(scenarios.begin(), scenarios.end(),
+                                          name) != scenarios.end();
+  }
+};
+
+bool ParseArgs(int argc, char** argv, Args* args) {
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (i + 1 >= argc) return false;
+    std::string value = argv[++i];
+    if (arg == "--dir") {
+      args->dir = value;
+    } else if (arg == "--rounds") {
+      args->rounds = std::atoi(value.c_str());
+      if (args->rounds < 1 || args->rounds > 100) return false;
+    } else if (arg == "--scenario" &&
+               (value == "sleep" || value == "noop" || value == "lease")) {
+      args->scenarios.push_back(value);
+    } else {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Throughput with 1, 2 and 4 processes, the rounds interleaved so that a
+// slow minute of the machine lands on every size alike; ratios of medians.
+bool SleepScenario(Bench& bench, int rounds) {
+  const std::vector<int> sizes = {1, 2, 4};
+  std::vector<std::vector<double>> rates(sizes.size());
+  for (int round = 0; round < rounds; ++round) {
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      int n = sizes[i];
+      if (!bench.Open("sleep" + std::to_string(n), 0, std::chrono::seconds(10))
+               .ok())
+        return false;
+      bench.Spawn(n, 16);
+      int tasks = 4000 * n;
+      rates[i].push_back(bench.Drain("sleep", "5", tasks));
+      bench.Close();
+      std::cout << "sleep_5ms_c16,round=" << round + 1 << "," << n << ","
+                << tasks << "," << rates[i].back() << "\n";
+    }
+  }
+  double one = Median(rates[0]);
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    double median = Median(rates[i]);
+    std::cout << "sleep_5ms_c16,median," << sizes[i] << "," << 4000 * sizes[i]
+              << "," << median << ",ratio=" << median / one
+              << ",rounds=" << Rounds(rates[i]) << "\n";
+  }
+  return true;
+}
+
+// No-op tasks through 2 remote processes beside 4 in-process workers, the
+// rounds alternated.
+bool NoopScenario(Bench& bench, int rounds) {
+  constexpr int kTasks = 50000;
+  std::vector<double> remote, local;
+  for (int round = 0; round < rounds; ++round) {
+    if (!bench.Open("noop_remote", 0, std::chrono::seconds(10)).ok())
+      return false;
+    bench.Spawn(2, 16);
+    remote.push_back(bench.Drain("noop", "", kTasks));
+    bench.Close();
+    if (!bench.Open("noop_local", 4, std::chrono::seconds(10)).ok())
+      return false;
+    local.push_back(bench.Drain("noop", "", kTasks));
+    bench.Close();
+    std::cout << "noop_remote,round=" << round + 1 << ",2," << kTasks << ","
+              << remote.back() << "\n"
+              << "noop_in_process,round=" << round + 1 << ",4 local," << kTasks
+              << "," << local.back() << "\n";
+  }
+  double median = Median(remote);
+  std::cout << "noop_remote,median,2," << kTasks << "," << median
+            << ",of_goal=" << median / 30000
+            << ",of_in_process=" << median / Median(local)
+            << ",rounds=" << Rounds(remote) << "\n"
+            << "noop_in_process,median,4 local," << kTasks << ","
+            << Median(local) << ",rounds=" << Rounds(local) << "\n";
+  return true;
+}
+
+// Lease expiry to re-dispatch: a worker stalls (SIGSTOP) right after its
+// handler starts; the milliseconds until another worker starts the task
+// again, or a negative number when the bench could not run.
+double LeaseRound(Bench& bench, std::chrono::milliseconds lease) {
+  if (!bench.Open("lease", 0, lease).ok()) return -1;
   std::string prefix = bench.dir + "/lease-";
   for (int i = 0; i < 2; ++i)
     std::filesystem::remove(prefix + std::to_string(i) + ".log");
@@ -246,9 +324,43 @@ int main(int argc, char** argv) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   double ms =
       std::chrono::duration<double, std::milli>(Clock::now() - stalled).count();
-  std::cout << "lease_expiry_to_redispatch_ms,lease=" << lease.count() << ",1,"
-            << ms << ",over_lease_ms=" << ms - lease.count() << "\n";
   bench.workers[0]->Signal(SIGCONT);
   bench.Close();
-  return 0;
+  return ms;
+}
+
+bool LeaseScenario(Bench& bench, int rounds) {
+  const auto lease = std::chrono::milliseconds(1000);
+  std::vector<double> ms;
+  for (int round = 0; round < rounds; ++round) {
+    ms.push_back(LeaseRound(bench, lease));
+    if (ms.back() < 0) return false;
+    std::cout << "lease_expiry_to_redispatch_ms,round=" << round + 1
+              << ",lease=" << lease.count() << "," << ms.back() << "\n";
+  }
+  double median = Median(ms);
+  std::cout << "lease_expiry_to_redispatch_ms,median,lease=" << lease.count()
+            << "," << median << ",over_lease_ms=" << median - lease.count()
+            << ",max=" << *std::max_element(ms.begin(), ms.end()) << "\n";
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args args;
+  if (!ParseArgs(argc, argv, &args)) {
+    std::cerr << "usage: " << argv[0]
+              << " [--dir DIR] [--rounds N] [--scenario sleep|noop|lease]...\n";
+    return 2;
+  }
+  Bench bench;
+  bench.dir = args.dir;
+  std::filesystem::create_directories(bench.dir);
+  std::cout << "scenario,round,workers,tasks,per_second\n";
+  bool ok = true;
+  if (ok && args.Wants("sleep")) ok = SleepScenario(bench, args.rounds);
+  if (ok && args.Wants("noop")) ok = NoopScenario(bench, args.rounds);
+  if (ok && args.Wants("lease")) ok = LeaseScenario(bench, args.rounds);
+  return ok ? 0 : 1;
 }
