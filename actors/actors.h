@@ -40,6 +40,8 @@ using worker_actor = caf::typed_actor<
 // while its connection lasts. `attached` is called on the scheduler's thread
 // with the index of the first slot; the others follow in order.
 struct RemoteSlots {
+  // The gateway's session: detach_atom names it.
+  uint64_t session = 0;
   std::vector<worker_actor> slots;
   // The task types the worker declared: its slots are sent only these.
   std::vector<std::string> types;
@@ -92,8 +94,8 @@ using scheduler_actor = caf::typed_actor<
     caf::reacts_to<dispatch_atom>,
     // A remote worker connected: these slots take claims like workers.
     caf::reacts_to<attach_atom, RemoteSlots>,
-    // A remote worker is gone: its slots (by index) take no more claims.
-    caf::reacts_to<detach_atom, std::vector<uint32_t>>>;
+    // A remote worker (by session) is gone: its slots take no more claims.
+    caf::reacts_to<detach_atom, uint64_t>>;
 
 // Receives what each commit changed, for live queries.
 using change_listener_actor = caf::typed_actor<

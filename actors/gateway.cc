@@ -137,12 +137,10 @@ void Lose(Self self, uint64_t id, const std::string& why) {
   if (!lost.empty()) {
     self->send(st.config.scheduler, outcome_atom::value, std::move(lost));
   }
-  uint32_t first = session.first->load();
-  if (first != UINT32_MAX) {
-    std::vector<uint32_t> slots;
-    for (uint32_t i = 0; i < session.slots; ++i) slots.push_back(first + i);
-    self->send(st.config.scheduler, detach_atom::value, std::move(slots));
-  }
+  // By session, not by slot: the scheduler may not have attached the slots
+  // yet (session.first unset), but it takes this after the attach, which
+  // was sent before it.
+  self->send(st.config.scheduler, detach_atom::value, id);
   self->demonitor(session.peer);
   caf::anon_send(session.peer, revoke_atom::value, id, uint64_t{0});
 }
@@ -195,6 +193,7 @@ caf::result<RemoteWelcome> OnHello(Self self, RemoteHello& hello) {
   session.lease_deadline = std::chrono::steady_clock::now() + st.config.lease;
   self->monitor(session.peer);
   RemoteSlots slots;
+  slots.session = id;
   slots.types.assign(session.types.begin(), session.types.end());
   gateway_actor gateway = self;
   for (uint32_t i = 0; i < session.slots; ++i) {

@@ -126,9 +126,15 @@ struct SchedulerState {
 
   std::vector<worker_actor> workers;
   std::vector<uint32_t> idle_workers;
-  // Slots of remote workers that went away (by index): they are never idle
-  // again. Empty unless remote workers come and go.
+  // Slots of remote workers that went away (by index): never idle until a
+  // later worker reuses them. Empty unless remote workers come and go.
   std::unordered_set<uint32_t> retired_workers;
+  // The slot range (first index, count) of each attached remote session,
+  // and the ranges of detached ones, free for the next session of the same
+  // size: a worker that reconnects (with its concurrency) takes its old
+  // range back, so that the slot vectors do not grow with every reconnect.
+  std::unordered_map<uint64_t, std::pair<uint32_t, uint32_t>> remote_ranges;
+  std::multimap<uint32_t, uint32_t> free_ranges_by_count;
   // By worker index: the types a remote worker's slot serves; null for a
   // local worker, which serves every type.
   std::vector<std::shared_ptr<const std::unordered_set<std::string>>>
@@ -492,8 +498,10 @@ void ClaimNext(Self self, int64_t now) {
   size_t direct = st.idle_workers.size() > st.claims_in_flight
                       ? st.idle_workers.size() - st.claims_in_flight
                       : 0;
-  size_t target = st.idle_workers.size() +
-                  st.ahead.Target(st.config.claim_ahead, st.workers.size());
+  size_t target =
+      st.idle_workers.size() +
+      st.ahead.Target(st.config.claim_ahead,
+                      st.workers.size() - st.retired_workers.size());
   size_t want = target > unstarted ? target - unstarted : 0;
   if (st.config.start_log != nullptr) {
     want = std::min(want, st.free_slots.size());
@@ -831,44 +839,61 @@ void OnOutcome(Self self, uint32_t worker, Outcome& outcome, bool idle) {
 }
 
 // A remote worker's slots join the workers, idle, each serving the types
-// the worker declared; those types may be claimed now.
+// the worker declared; those types may be claimed now. They take a free
+// range of the same size if a detached session left one.
 void AttachRemote(Self self, RemoteSlots& remote) {
   auto& st = self->state;
-  auto first = static_cast<uint32_t>(st.workers.size());
+  auto count = static_cast<uint32_t>(remote.slots.size());
   auto served = std::make_shared<const std::unordered_set<std::string>>(
       remote.types.begin(), remote.types.end());
-  for (worker_actor& slot : remote.slots) {
-    st.idle_workers.push_back(static_cast<uint32_t>(st.workers.size()));
-    st.workers.push_back(std::move(slot));
-    st.worker_types.push_back(served);
+  auto free = st.free_ranges_by_count.find(count);
+  const bool reused = free != st.free_ranges_by_count.end();
+  uint32_t first =
+      reused ? free->second : static_cast<uint32_t>(st.workers.size());
+  if (reused) {
+    st.free_ranges_by_count.erase(free);
+  } else {
+    st.workers.resize(st.workers.size() + count);
+    st.worker_types.resize(st.workers.size());
   }
+  for (uint32_t i = 0; i < count; ++i) {
+    st.retired_workers.erase(first + i);
+    st.workers[first + i] = std::move(remote.slots[i]);
+    st.worker_types[first + i] = served;
+    st.idle_workers.push_back(first + i);
+  }
+  st.remote_ranges[remote.session] = {first, count};
+  st.log->info("remote session {}: slots {} to {} ({})", remote.session, first,
+               first + count - 1, reused ? "reused" : "new");
   int64_t now = st.NowMicros();
   for (const std::string& type : *served) {
-    st.remote_slots_by_type[type] += remote.slots.size();
+    st.remote_slots_by_type[type] += count;
     st.RefreshType(type, now);
   }
   if (remote.attached) remote.attached(first);
   ScheduleDispatch(self);
 }
 
-// A remote worker left: its slots take nothing more. Their attempts in
-// flight are settled by the gateway, as interrupted.
-void DetachRemote(Self self, const std::vector<uint32_t>& slots) {
+// A remote worker left: its slots take nothing more, and their range is
+// free for the next worker. Their attempts in flight are settled by the
+// gateway, as interrupted.
+void DetachRemote(Self self, uint64_t session) {
   auto& st = self->state;
+  auto range = st.remote_ranges.find(session);
+  if (range == st.remote_ranges.end()) return;
+  auto [first, count] = range->second;
+  st.remote_ranges.erase(range);
   std::unordered_set<std::string> types;
-  for (uint32_t slot : slots) {
-    if (slot >= st.workers.size() || st.retired_workers.count(slot) != 0) {
-      continue;
-    }
-    if (st.worker_types[slot] == nullptr) continue;  // a local worker
+  for (uint32_t slot = first; slot < first + count; ++slot) {
     st.retired_workers.insert(slot);
     st.workers[slot] = nullptr;
     for (const std::string& type : *st.worker_types[slot]) {
-      auto count = st.remote_slots_by_type.find(type);
-      if (--count->second == 0) st.remote_slots_by_type.erase(count);
+      auto served = st.remote_slots_by_type.find(type);
+      if (--served->second == 0) st.remote_slots_by_type.erase(served);
       types.insert(type);
     }
   }
+  st.free_ranges_by_count.emplace(count, first);
   auto retired = [&st](uint32_t slot) {
     return st.retired_workers.count(slot) != 0;
   };
@@ -1052,9 +1077,7 @@ scheduler_actor::behavior_type SchedulerBehavior(Self self,
       },
       [self](dispatch_atom) { Dispatch(self); },
       [self](attach_atom, RemoteSlots& remote) { AttachRemote(self, remote); },
-      [self](detach_atom, const std::vector<uint32_t>& slots) {
-        DetachRemote(self, slots);
-      },
+      [self](detach_atom, uint64_t session) { DetachRemote(self, session); },
   };
 }
 

@@ -149,6 +149,39 @@ TEST_F(RemoteTest,
   EXPECT_TRUE(Logged("lost"));
 }
 
+// A worker that comes and goes (a flapping link, a crash loop) takes the
+// slots its last session left, instead of growing the scheduler's slot
+// table with every reconnect; the reused slots serve as new ones do.
+TEST_F(RemoteTest, AReconnectingWorkerReusesTheSlotsItsLastSessionLeft) {
+  Open();
+  for (int round = 0; round < 4; ++round) {
+    auto worker = Worker("r" + std::to_string(round), "noop", 3);
+    ExpectConnected(*worker);
+    ASSERT_TRUE(
+        WaitUntil([&] { return CountLogged(": slots ") == size_t(round) + 1; },
+                  std::chrono::seconds(10)));
+    if (round == 3) {
+      // Another worker beside it, of another size, takes a new range.
+      auto other = Worker("other", "noop", 5);
+      ExpectConnected(*other);
+      ASSERT_TRUE(WaitUntil([&] { return CountLogged("(new)") == 2; },
+                            std::chrono::seconds(10)));
+      EnqueueMany("noop", "", 300);
+      ASSERT_TRUE(Drain(std::chrono::seconds(30)).ok());
+      EXPECT_GT(StartsIn(dir_.Sub("r3.log")).size(), 0u);
+      break;
+    }
+    worker->Kill();
+    ASSERT_TRUE(
+        WaitUntil([&] { return CountLogged(") lost: ") == size_t(round) + 1; },
+                  std::chrono::seconds(10)));
+  }
+  // The first session's range was taken by each of the next three.
+  EXPECT_EQ(CountLogged("(reused)"), 3u);
+  EXPECT_EQ(CountLogged("(new)"), 2u);
+  EXPECT_EQ(CountLogged(": slots 0 to "), 4u);
+}
+
 TEST_F(RemoteTest, StalledWorkerLosesItsLeaseAndItsLateOutcomeIsRefused) {
   Open(std::chrono::milliseconds(600));
   auto stalled = Worker("stalled", "sleep", 1);
