@@ -63,6 +63,14 @@ struct GatewayState {
   // A flush_atom is on its way: the leases gathered until it arrives go
   // out together.
   bool flush_pending = false;
+  // Leases whose node and deadline are not yet in the task's state: those
+  // given since the last tick, and those given in the tick period before.
+  // A tick records the older ones still held, so that an attempt that ends
+  // within one tick period (most short tasks) costs the writer no state
+  // rewrite for its lease; a longer one has its lease on disk one to two
+  // tick periods (at most 100 ms) after it was given.
+  std::vector<uint64_t> unrecorded_newer;
+  std::vector<uint64_t> unrecorded_older;
 };
 
 using Self = gateway_actor::stateful_pointer<GatewayState>;
@@ -213,6 +221,7 @@ caf::result<RemoteWelcome> OnHello(Self self, RemoteHello& hello) {
 
 // Writes the lease into the task's state: who runs the attempt, until
 // when (durable with the next commit; heartbeats extend it in memory only).
+// Called from the tick, for leases held a tick period (unrecorded_older).
 void RecordLease(Self self, const ClaimedTask& task, const std::string& node) {
   auto& st = self->state;
   if (!st.config.writer) return;
@@ -302,7 +311,7 @@ void OnLease(Self self, uint64_t session_id, uint32_t slot, ClaimedTask& task) {
   lease.payload.assign(storage::SpecPayload(*spec));
   lease.group = text(spec->group());
   lease.idempotency_key = text(spec->idempotency_key());
-  RecordLease(self, task, session->second.node);
+  st.unrecorded_newer.push_back(lease.lease);
   st.leases.emplace(lease.lease, Lease{session_id, slot, std::move(task)});
   session->second.outbox.push_back(std::move(lease));
   if (!st.flush_pending) {
@@ -396,6 +405,21 @@ void OnOutcomes(Self self, uint64_t session_id,
   }
 }
 
+// Records the leases given in the tick period before the last tick that
+// are still held; those given since wait for the next tick.
+void RecordHeldLeases(Self self) {
+  auto& st = self->state;
+  for (uint64_t id : st.unrecorded_older) {
+    auto lease = st.leases.find(id);
+    if (lease == st.leases.end()) continue;  // ended, or its session lost
+    auto session = st.sessions.find(lease->second.session);
+    if (session == st.sessions.end()) continue;
+    RecordLease(self, lease->second.task, session->second.node);
+  }
+  st.unrecorded_older = std::exchange(st.unrecorded_newer, {});
+  st.unrecorded_newer.reserve(st.unrecorded_older.size());
+}
+
 // Expires sessions past their lease, and passes cancels (Runtime::Cancel,
 // a timeout) on to the workers running those attempts.
 void OnTick(Self self) {
@@ -412,6 +436,7 @@ void OnTick(Self self) {
   }
   // A revoke must not overtake the lease it names.
   if (st.flush_pending) OnFlush(self);
+  RecordHeldLeases(self);
   for (auto& [id, lease] : st.leases) {
     if (lease.revoked || !lease.task.control ||
         !lease.task.control->cancelled()) {
