@@ -189,6 +189,10 @@ RateBuckets::Verdict RateBuckets::Admit(TaskId id, const std::string& type,
     Spend(refs, now);
     verdict.buckets = std::move(refs);
   } else {
+    for (const BucketRef& ref : refs) {
+      LimitState& state = *limits_[ref.limit];
+      if (BucketOf(ref).tat - state.burst > now) ++state.deferred;
+    }
     Reserve(refs, earliest);
     reserved_[id] = Reservation{earliest, std::move(refs)};
     verdict.wait_until_us = earliest;
@@ -250,6 +254,26 @@ void RateBuckets::Restore(std::string_view name, std::string_view key,
     return;
   }
   restored_[std::string(name)].emplace_back(std::string(key), tat_us);
+}
+
+std::vector<std::string> RateBuckets::TakeUnusedRestored() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::string> keys;
+  for (const auto& [name, buckets] : restored_) {
+    for (const auto& [key, tat] : buckets) keys.push_back(StateKey(name, key));
+  }
+  restored_.clear();
+  return keys;
+}
+
+std::vector<std::pair<std::string, uint64_t>> RateBuckets::Deferrals() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::pair<std::string, uint64_t>> out;
+  out.reserve(limits_.size());
+  for (const auto& state : limits_) {
+    out.emplace_back(state->limit.name, state->deferred);
+  }
+  return out;
 }
 
 void RateBuckets::TakeChanges(

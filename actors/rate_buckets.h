@@ -127,6 +127,16 @@ class RateBuckets {
   // limit of that name is added; ignored for a name never added.
   void Restore(std::string_view name, std::string_view key, int64_t tat_us);
 
+  // The stored states Restore kept for names no limit was added under (a
+  // limit removed from the code or the config since), as their StateKeys,
+  // for the caller to delete; forgets them. Call once the limits are fixed
+  // (Runtime::Start).
+  std::vector<std::string> TakeUnusedRestored();
+  // How many attempts each limit made wait, by name, in the order the
+  // limits were added: an attempt counts once per limit whose bucket had no
+  // slot when it asked (a reservation taken), not again when it comes back
+  // early or at its slot.
+  std::vector<std::pair<std::string, uint64_t>> Deferrals() const;
   // Appends the meta values to write for the buckets changed since the last
   // call: (StateKey, 8-byte time), or an empty value to delete it.
   void TakeChanges(std::vector<std::pair<std::string, std::string>>* out);
@@ -154,6 +164,8 @@ class RateBuckets {
     Limit limit;
     int64_t interval = 1;
     int64_t burst = 0;
+    // Attempts this limit made wait (Deferrals).
+    uint64_t deferred = 0;
     std::unordered_map<std::string, Bucket> buckets;
   };
 

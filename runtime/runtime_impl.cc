@@ -132,6 +132,11 @@ WriterStatsSnapshot RuntimeImpl::WriterStats() const {
 Statistics RuntimeImpl::GetStatistics() {
   Statistics stats = metrics_->Snapshot();
   if (admission_) admission_->Fill(&stats);
+  if (rate_buckets_) {
+    for (auto& [name, deferred] : rate_buckets_->Deferrals()) {
+      stats.rate_limits.push_back(RateLimitStatistics{name, deferred});
+    }
+  }
   return stats;
 }
 
@@ -559,6 +564,7 @@ Status RuntimeImpl::Start() {
         periodic.name, std::move(schedule), std::move(task).value(), first});
   }
   started_ = true;
+  DeleteUnusedRateState();
   for (int i = 0; i < options_.workers; ++i) {
     actors::WorkerConfig config;
     config.index = static_cast<uint32_t>(i);
@@ -586,6 +592,20 @@ Status RuntimeImpl::Start() {
     static_cast<void>(SetGate(gate, open));
   });
   return Status::OK();
+}
+
+// The stored bucket states of rate limits no longer added (by the code or
+// the config) would stay in `meta` for good: they go with the next commit.
+void RuntimeImpl::DeleteUnusedRateState() {
+  std::vector<std::string> keys = rate_buckets_->TakeUnusedRestored();
+  if (keys.empty()) return;
+  Logger()->info(
+      "deleting the stored state of {} rate-limit bucket(s) whose limit is "
+      "no longer added",
+      keys.size());
+  actors::MetaUpdate update;
+  for (std::string& key : keys) update.values.emplace_back(std::move(key), "");
+  caf::anon_send(writer_, actors::meta_atom::value, std::move(update));
 }
 
 Status RuntimeImpl::Restart() {

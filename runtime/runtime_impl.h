@@ -16,6 +16,7 @@
 #include "actors/actors.h"
 #include "actors/attempt_control.h"
 #include "actors/claimed_pool.h"
+#include "actors/gateway.h"
 #include "actors/handler_registry.h"
 #include "actors/writer_stats.h"
 #include "runtime/admission.h"
@@ -24,7 +25,6 @@
 #include "runtime/test_hooks.h"
 #include "runtime/thread_executor.h"
 #include "storage/queries.h"
-#include "actors/gateway.h"
 #include "storage/start_log.h"
 #include "storage/task_store.h"
 #include "util/metrics.h"
@@ -213,6 +213,9 @@ class RuntimeImpl final : public Runtime {
   // Start after a Stop: the scheduler dispatches again.
   // REQUIRES: registry_mutex_ held.
   Status Restart();
+  // Deletes the stored state of rate limits no longer added. REQUIRES:
+  // registry_mutex_ held, the limits fixed (Start).
+  void DeleteUnusedRateState();
   // Assigns the task its id, from Options::id_source or the counter, last,
   // once the task is known to be valid, and refuses a task that depends on
   // itself. `what` names the task in errors.

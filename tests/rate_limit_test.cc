@@ -104,6 +104,14 @@ TEST(NamedRateLimitTest, ALimitSharedByTwoTypesSpacesTheirAttemptsTogether) {
   }
   EXPECT_EQ(deferrals.events().size(), 2u)
       << "a task that reserved a slot runs at it, without waiting again";
+  // Each wait counted once, under the limit that made it.
+  Statistics stats = h.runtime().GetStatistics();
+  ASSERT_EQ(stats.rate_limits.size(), 1u);
+  EXPECT_EQ(stats.rate_limits[0].name, "api");
+  EXPECT_EQ(stats.rate_limits[0].deferred, 2u);
+  EXPECT_NE(FormatPrometheus(stats).find(
+                "spool_rate_limit_deferred_total{limit=\"api\"} 2\n"),
+            std::string::npos);
 }
 
 TEST(NamedRateLimitTest, KeyOfSplitsALimitIntoBucketsThatWaitApart) {
@@ -220,6 +228,31 @@ TEST(NamedRateLimitTest, TheBucketsStateSurvivesARestart) {
   EXPECT_EQ(deferrals.events().front().next_attempt_at, t0 + 1min);
   h.clock().Advance(1min);
   ASSERT_TRUE(h.WaitForStatus(second, TaskStatus::kSucceeded));
+}
+
+TEST(NamedRateLimitTest, ARemovedLimitsStoredStateIsDeletedAtStart) {
+  Harness h(1, Durability::kSync);
+  h.RegisterRecorder("t");
+  ASSERT_TRUE(h.runtime().AddRateLimit("old", RateLimit{1, 1min}, {"t"}).ok());
+  TaskId first = h.Put("t", "1");
+  ASSERT_TRUE(h.runtime().Start().ok());
+  ASSERT_TRUE(h.WaitForStatus(first, TaskStatus::kSucceeded));
+
+  // Started without "old": its bucket's state is deleted, and logged.
+  h.Reopen();
+  h.RegisterRecorder("t");
+  ASSERT_TRUE(h.runtime().Start().ok());
+  ASSERT_TRUE(h.WaitForStatus(h.Put("t", "2"), TaskStatus::kSucceeded));
+  EXPECT_TRUE(h.runtime().GetStatistics().rate_limits.empty());
+
+  // Added again within the minute, it starts from an empty bucket: the
+  // stored minute of the first run is gone.
+  h.Reopen();
+  h.RegisterRecorder("t");
+  ASSERT_TRUE(h.runtime().AddRateLimit("old", RateLimit{1, 1min}, {"t"}).ok());
+  ASSERT_TRUE(h.runtime().Start().ok());
+  ASSERT_TRUE(h.WaitForStatus(h.Put("t", "3"), TaskStatus::kSucceeded));
+  EXPECT_EQ(h.runtime().GetStatistics().rate_limits[0].deferred, 0u);
 }
 
 TEST(NamedRateLimitTest, ConfigTablesAddLimitsAndCodeWinsForItsNames) {

@@ -163,6 +163,14 @@ std::string FormatPrometheus(const Statistics& stats) {
   for (const CounterMetric& c : kCounters) {
     w.Counter(c.name, c.help, stats.*c.value);
   }
+  if (!stats.rate_limits.empty()) {
+    w.Family("spool_rate_limit_deferred_total", "counter",
+             "Attempts a named rate limit made wait for a slot, by limit.");
+    for (const RateLimitStatistics& limit : stats.rate_limits) {
+      w.Sample("spool_rate_limit_deferred_total",
+               "limit=\"" + EscapeLabel(limit.name) + "\"", limit.deferred);
+    }
+  }
 
   w.Histogram("spool_commit_batch_tasks", "Tasks changed per group commit.",
               stats.commit_batch_tasks);

@@ -59,6 +59,15 @@ struct TypeStatistics {
   HistogramStatistics handler_seconds;
 };
 
+// One named rate limit (Runtime::AddRateLimit, spool/rate_limit.h).
+struct RateLimitStatistics {
+  std::string name;
+  // Attempts this limit made wait since open: each counts once when the
+  // limit's bucket had no slot for it (DeferReason::kRateLimited), not
+  // again when it starts at its reserved slot.
+  uint64_t deferred = 0;
+};
+
 struct Statistics {
   // ---- Counters, since open ----
 
@@ -103,6 +112,8 @@ struct Statistics {
   uint64_t storage_failures = 0;
   // First successful commits after one or more failed ones.
   uint64_t storage_recoveries = 0;
+  // Each named rate limit's deferrals, in the order the limits were added.
+  std::vector<RateLimitStatistics> rate_limits;
 
   // ---- Histograms ----
 
