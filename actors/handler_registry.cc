@@ -193,6 +193,7 @@ Outcome RunAttempt(const HandlerRegistry& registry, const ClaimedTask& task,
     return outcome;
   }
   if (admitted) TaskContextBuilder::HoldWith(context, &*admitted);
+  if (inputs.on_start != nullptr) inputs.on_start->Starting();
   return RunHandler(entry, task, context, control, inputs, std::move(outcome));
 }
 

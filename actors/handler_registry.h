@@ -24,15 +24,29 @@ struct TaskSpec;
 namespace spool {
 
 namespace actors {
+// Told that an attempt's handler is about to run: after every check that
+// may keep the attempt from starting (a named rate limit's wait among
+// them), so that what it records (the start log, the start's metrics)
+// counts only attempts that began.
+class AttemptStartListener {
+ public:
+  virtual void Starting() = 0;
+
+ protected:
+  ~AttemptStartListener() = default;
+};
+
 // What an attempt gets besides its task: the runtime's bounds on what a
 // handler may ask for (Options::max_result_bytes, max_snoozes), how its
-// dependencies ended (null: it has none), and the named rate limits that
-// admit it (null: there are none).
+// dependencies ended (null: it has none), the named rate limits that
+// admit it (null: there are none), and who is told of its start (null: no
+// one).
 struct AttemptInputs {
   size_t max_result_bytes = 0;
   uint32_t max_snoozes = 0;
   const std::vector<DependencyOutcome>* dependencies = nullptr;
   RateBuckets* rate_buckets = nullptr;
+  AttemptStartListener* on_start = nullptr;
 };
 }  // namespace actors
 

@@ -1,6 +1,7 @@
 #include "actors/worker.h"
 
 #include <chrono>
+#include <optional>
 
 #include <caf/all.hpp>
 
@@ -55,9 +56,53 @@ Outcome Unstarted(const ClaimedTask& task) {
   return outcome;
 }
 
-// Reads the task's spec, records the start and runs the attempt. A task
-// cancelled while it waited in the pool does not start; a spec that cannot
-// be read runs nothing, and the writer sets the task aside.
+// Records an attempt's start as its handler begins (RunAttempt calls it
+// once the attempt is admitted): in the start log, on its control (its
+// timeout runs from then), and in the metrics. An attempt that never
+// begins (a rate limit's wait, no handler, a failed migration) records
+// none of it.
+class StartRecorder final : public AttemptStartListener {
+ public:
+  StartRecorder(WorkerState& st, const ClaimedTask& task, int64_t created_us)
+      : st_(st), task_(task), created_us_(created_us) {}
+
+  void Starting() override {
+    if (st_.config.start_log != nullptr &&
+        task_.start_slot != storage::StartLog::kNoSlot) {
+      st_.config.start_log->Record(task_.start_slot, task_.id, task_.attempt);
+    }
+    int64_t now_us = st_.config.clock->Now().time_since_epoch().count();
+    if (task_.control) task_.control->MarkStarted(now_us);
+    metrics::Metrics* m = st_.config.metrics.get();
+    if (m == nullptr) return;
+    if (task_.attempt == 1) {
+      int64_t waited_us = now_us - created_us_;
+      m->start_latency.Record(waited_us > 0 ? uint64_t(waited_us) * 1000 : 0);
+    }
+    m->running.fetch_add(1, std::memory_order_relaxed);
+    started_ = std::chrono::steady_clock::now();
+  }
+
+  // After the attempt: its handler's time, if it ran.
+  void Finished() {
+    if (!started_) return;
+    auto ran = std::chrono::steady_clock::now() - *started_;
+    st_.config.metrics->running.fetch_sub(1, std::memory_order_relaxed);
+    st_.slots->Get(task_.type)
+        ->handler_run.Record(static_cast<uint64_t>(
+            std::chrono::duration_cast<std::chrono::nanoseconds>(ran).count()));
+  }
+
+ private:
+  WorkerState& st_;
+  const ClaimedTask& task_;
+  const int64_t created_us_;
+  std::optional<std::chrono::steady_clock::time_point> started_;
+};
+
+// Reads the task's spec and runs the attempt. A task cancelled while it
+// waited in the pool does not start; a spec that cannot be read runs
+// nothing, and the writer sets the task aside.
 Outcome Run(WorkerState& st, const ClaimedTask& task) {
   internal::AttemptControl* control = task.control.get();
   if (control != nullptr && control->cancelled()) return Unstarted(task);
@@ -70,28 +115,12 @@ Outcome Run(WorkerState& st, const ClaimedTask& task) {
     outcome.unreadable = true;
     return outcome;
   }
-  if (st.config.start_log != nullptr &&
-      task.start_slot != storage::StartLog::kNoSlot) {
-    st.config.start_log->Record(task.start_slot, task.id, task.attempt);
-  }
+  StartRecorder recorder(st, task, spec->created_us());
   AttemptInputs inputs = InputsFor(st, task);
-  int64_t now_us = st.config.clock->Now().time_since_epoch().count();
-  if (control != nullptr) control->MarkStarted(now_us);
-  metrics::Metrics* m = st.config.metrics.get();
-  if (m == nullptr)
-    return RunAttempt(*st.config.registry, task, *spec, control, inputs);
-  if (task.attempt == 1) {
-    int64_t waited_us = now_us - spec->created_us();
-    m->start_latency.Record(waited_us > 0 ? uint64_t(waited_us) * 1000 : 0);
-  }
-  m->running.fetch_add(1, std::memory_order_relaxed);
-  auto started = std::chrono::steady_clock::now();
+  inputs.on_start = &recorder;
   Outcome outcome =
       RunAttempt(*st.config.registry, task, *spec, control, inputs);
-  auto ran = std::chrono::steady_clock::now() - started;
-  m->running.fetch_sub(1, std::memory_order_relaxed);
-  st.slots->Get(task.type)->handler_run.Record(static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(ran).count()));
+  recorder.Finished();
   return outcome;
 }
 

@@ -109,6 +109,12 @@ TEST(NamedRateLimitTest, ALimitSharedByTwoTypesSpacesTheirAttemptsTogether) {
   ASSERT_EQ(stats.rate_limits.size(), 1u);
   EXPECT_EQ(stats.rate_limits[0].name, "api");
   EXPECT_EQ(stats.rate_limits[0].deferred, 2u);
+  // A wait is not a start: 4 handler runs and first starts, not 6.
+  EXPECT_EQ(stats.start_latency_seconds.count, 4u);
+  uint64_t handler_runs = 0;
+  for (const TypeStatistics& type : stats.types)
+    handler_runs += type.handler_seconds.count;
+  EXPECT_EQ(handler_runs, 4u);
   EXPECT_NE(FormatPrometheus(stats).find(
                 "spool_rate_limit_deferred_total{limit=\"api\"} 2\n"),
             std::string::npos);
