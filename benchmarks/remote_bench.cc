@@ -32,9 +32,13 @@
 
 #include <spool/runtime.h>
 
+#include "benchmarks/bench_util.h"
+
 extern char** environ;
 
 namespace {
+
+using spool::bench::Median;
 
 using Clock = std::chrono::steady_clock;
 constexpr char kSecret[] = "bench-secret-0123456789abcdef";
@@ -175,12 +179,6 @@ size_t Lines(const std::string& path) {
   std::string line;
   while (std::getline(in, line)) ++n;
   return n;
-}
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 std::string Rounds(const std::vector<double>& v) {
