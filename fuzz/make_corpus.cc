@@ -658,8 +658,8 @@ void WriteJson(CorpusWriter* out) {
   out->Write(t, "bad-numbers", "[01,1.,.5,1e,-,+1,0x10,Infinity,NaN]");
   out->Write(t, "bad-structure", "{\"a\" 1,}");
   out->Write(t, "control-characters", std::string("\"tab\there\0nul\"", 14));
-  out->Write(t, "deep-512", std::string(512, '[') + std::string(512, ']'));
-  out->Write(t, "deep-513", std::string(513, '[') + std::string(513, ']'));
+  out->Write(t, "deep-64", std::string(64, '[') + std::string(64, ']'));
+  out->Write(t, "deep-65", std::string(65, '[') + std::string(65, ']'));
   out->Write(t, "deep-objects", [] {
     std::string s;
     for (int i = 0; i < 100; ++i) s += "{\"k\":";

@@ -28,6 +28,8 @@
 #include <string>
 #include <string_view>
 
+#include <spool/query.h>
+
 namespace spool::storage {
 
 // Appends `text` to *out as a JSON string literal: quoted and escaped as
@@ -48,8 +50,9 @@ void AppendBase64(std::string_view bytes, std::string* out);
 // allocating, so hostile input cannot exhaust the stack or memory.
 bool IsValidJson(std::string_view text);
 
-// The deepest nesting of arrays and objects IsValidJson accepts.
-inline constexpr size_t kMaxJsonDepth = 512;
+// The deepest nesting of arrays and objects IsValidJson accepts: the public
+// spool::kMaxJsonDepth (spool/query.h), one bound for every JSON spool reads.
+using spool::kMaxJsonDepth;
 
 // Emits one JSON value (usually an array or an object) into a string.
 //

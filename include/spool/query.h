@@ -74,6 +74,15 @@ namespace spool {
 // The largest TaskQuery::limit.
 inline constexpr size_t kMaxPageSize = 10000;
 
+// The deepest nesting of arrays and objects spool reads or writes as JSON:
+// a payload or result of a type declared JSON (DeclareJsonPayload) is shown
+// as JSON only within it, and spoold refuses a request body nested deeper
+// (400). Every reader checks it while it parses, before anything recursive
+// sees the value: a client cannot exhaust a stack with `[[[[...`. 64 is far
+// beyond what real documents use and well inside every JSON library's
+// (and browser's) own limits.
+inline constexpr size_t kMaxJsonDepth = 64;
+
 // The most index entries one page examines beyond the tasks it returns,
 // when filters leave most of them out (e.g. a group and a status).
 inline constexpr size_t kMaxPageScan = 10000;
