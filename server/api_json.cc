@@ -9,6 +9,8 @@
 
 #include <spool/clock.h>
 
+#include "server/json_parse.h"
+
 namespace spool::http {
 namespace {
 
@@ -19,14 +21,7 @@ Status FieldError(const std::string& field, const std::string& reason) {
 }
 
 Status ParseBody(std::string_view body, json* out) {
-  try {
-    *out = json::parse(body.begin(), body.end());
-  } catch (const json::parse_error& error) {
-    return Status::InvalidArgument("malformed JSON at byte " +
-                                   std::to_string(error.byte) + ": " +
-                                   error.what());
-  }
-  return Status::OK();
+  return ParseJson(body, "request body", out);
 }
 
 Status GetString(const json& value, const std::string& field,
