@@ -78,8 +78,8 @@ TEST(KeyFileModeTest, AKeyFileOthersMayReadIsRefusedAtOpen) {
   // Refused before anything was created.
   EXPECT_NE(::access(dir.Sub("q").c_str(), F_OK), 0);
   for (mode_t tight : {0600, 0400}) {
-    std::string key_file = WriteKeyFile(dir, tight);
-    Options options = StoreAt(dir.Sub("q"));
+    std::string key_file = WriteKeyFile(dir, tight);  // a new key: a new store
+    Options options = StoreAt(dir.Sub("q" + std::to_string(tight)));
     options.encryption_key_file = key_file;
     auto runtime = OpenOrDie(options);
     ASSERT_NE(runtime, nullptr) << std::oct << tight;
