@@ -137,7 +137,7 @@ void TaskContext::DeferUntilOpen(std::string gate) {
 
 namespace {
 // The longest snooze, as the longest EnqueueOptions::delay: 365 days.
-constexpr Duration kMaxSnooze = std::chrono::hours(24 * 365);
+constexpr Duration kMaxSnooze = kMaxDelay;
 const std::vector<DependencyOutcome> kNoDependencies;
 }  // namespace
 

@@ -316,7 +316,7 @@ size_t RateBuckets::reservation_count() const {
 namespace spool {
 namespace {
 // The longest hold, as the longest snooze: 365 days.
-constexpr Duration kMaxHold = std::chrono::hours(24 * 365);
+constexpr Duration kMaxHold = kMaxDelay;
 }  // namespace
 
 // Here, beside RateHold, rather than with the other TaskContext methods in

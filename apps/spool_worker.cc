@@ -130,15 +130,14 @@ void LogStart(int fd, const spool::TaskContext& task) {
   (void)n;
 }
 
+// spoold's sleep, with spoold's parser: milliseconds up to spool::kMaxDelay,
+// anything else InvalidArgument, which the sleep type's retry_if (below)
+// does not retry.
 spool::Status Sleep(spool::TaskContext& task) {
-  std::string text(task.payload());
-  char* end = nullptr;
-  long long ms = std::strtoll(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || ms < 0) {
-    return spool::Status::InvalidArgument(
-        "sleep: the payload must be the milliseconds to sleep, e.g. 250");
-  }
-  if (task.WaitForCancelOrStop(std::chrono::milliseconds(ms))) {
+  spool::Result<std::chrono::milliseconds> ms =
+      spool::http::ParseSleepPayload(task.payload());
+  if (!ms.ok()) return ms.status();
+  if (task.WaitForCancelOrStop(*ms)) {
     if (task.stopping() && !task.cancelled()) {
       return spool::Status::Aborted("sleep: the worker is stopping");
     }
@@ -216,6 +215,9 @@ int main(int argc, char** argv) {
       handler = [log_fd](spool::TaskContext& task) {
         LogStart(log_fd, task);
         return Sleep(task);
+      };
+      handler_options.retry_if = [](const spool::Status& failure) {
+        return !failure.IsInvalidArgument();
       };
     } else {
       return Usage("no built-in handler " + type +

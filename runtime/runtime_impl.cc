@@ -21,7 +21,6 @@ namespace {
 
 using actors::Completion;
 
-constexpr Duration kMaxDelay = std::chrono::hours(24 * 365);
 // The longest group, dedup key or idempotency key.
 constexpr size_t kMaxKeyBytes = 1024;
 

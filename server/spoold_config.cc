@@ -162,6 +162,10 @@ const std::vector<Key>& HttpPostKeys() {
                        1, 86'400'000));
     v->push_back(IntKey("error_body_bytes", &HttpPostOptions::error_body_bytes,
                         0, 65536));
+    v->push_back(IntKey("max_response_bytes",
+                        &HttpPostOptions::max_response_bytes, 1,
+                        int64_t{1} << 30));
+    v->push_back(StrKey("proxy", &HttpPostOptions::proxy));
     v->push_back(IntKey("host_rate_limit", &HttpPostOptions::host_rate_limit, 0,
                         1'000'000));
     v->push_back(MsKey("host_rate_period_ms",
@@ -330,8 +334,20 @@ Status ApplyHandlerKey(BuiltinHandlersOptions* handlers, std::string_view name,
   }
   if (name == kHttpPostHandler) {
     if (const Key* key = Find(HttpPostKeys(), field)) {
-      return Apply(*key, raw, &handlers->http_post_options, source, subject,
-                   line);
+      if (Status s = Apply(*key, raw, &handlers->http_post_options, source,
+                           subject, line);
+          !s.ok()) {
+        return s;
+      }
+      // What the handler would refuse at start (a pattern that matches
+      // nothing, a control byte in a header value, a proxy libcurl cannot
+      // use), refused here with the line: every value before this one was
+      // fine, so the error is this key's.
+      Status usable = ValidateHttpPostOptions(handlers->http_post_options);
+      if (usable.ok()) return usable;
+      std::string message = std::string(source) + ": " + usable.message();
+      if (line > 0) message += " (line " + std::to_string(line) + ")";
+      return Status::InvalidArgument(message);
     }
   }
   const std::vector<Key>* more =

@@ -75,10 +75,11 @@ TEST(SpooldConfigBlockTest, UncommentedItIsReadAndHoldsTheDefaults) {
   // path, and the allow-list it shows as an example.
   SpooldConfig expected;
   expected.runtime.path = "./spool-data";
-  expected.handlers.http_post_options.allow = {"http://127.0.0.1:*/hooks/**"};
+  expected.handlers.http_post_options.allow = {
+      "https://hooks.example.com:443/spool/**"};
   // The values alone: every source is the block's own line here.
-  EXPECT_EQ(parsed.sources.Of("server.listen").rfind(
-                "config/spool.toml (spoold block):", 0),
+  EXPECT_EQ(parsed.sources.Of("server.listen")
+                .rfind("config/spool.toml (spoold block):", 0),
             0u);
   parsed.sources = {};
   EXPECT_EQ(DescribeSpooldConfig(parsed), DescribeSpooldConfig(expected));

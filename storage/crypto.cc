@@ -8,6 +8,8 @@
 #include <cstring>
 #include <unistd.h>
 
+#include <spool/secret_file.h>
+
 #include <openssl/core_names.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
@@ -596,27 +598,13 @@ Status ParseKeyFile(std::string_view text, std::string_view what,
 Status ReadKeyFile(const std::string& path, std::string_view what,
                    std::string* current, std::vector<std::string>* previous) {
   std::string where = std::string(what) + " " + path;
-  std::FILE* file = std::fopen(path.c_str(), "rb");
-  if (file == nullptr) {
-    int error = errno;
-    if (error == ENOENT) {
-      return Status::InvalidArgument(where + ": no such file");
-    }
-    return Status::IOError(where + ": " + std::strerror(error));
-  }
+  // Opened, then judged by what was opened (spool/secret_file.h): a key
+  // file that group or others may read is refused, chmod 600 named.
   std::string text;
-  char buffer[4096];
-  size_t n = 0;
-  while ((n = std::fread(buffer, 1, sizeof(buffer), file)) > 0) {
-    text.append(buffer, n);
-    if (text.size() > (1 << 20)) break;  // a key file is a few lines
-  }
-  bool failed = std::ferror(file) != 0;
-  std::fclose(file);
-  if (failed) return Status::IOError(where + ": read failed");
-  Status s = ParseKeyFile(text, where, current, previous);
+  Status s = ReadPrivateFile(std::string(what), path, &text);
+  if (s.IsNotFound()) return Status::InvalidArgument(where + ": no such file");
+  if (s.ok()) s = ParseKeyFile(text, where, current, previous);
   OPENSSL_cleanse(text.data(), text.size());
-  OPENSSL_cleanse(buffer, sizeof(buffer));
   return s;
 }
 

@@ -196,9 +196,11 @@ Status KeyFromHex(std::string_view hex, std::string_view what,
 Status ParseKeyFile(std::string_view text, std::string_view what,
                     std::string* current, std::vector<std::string>* previous);
 
-// Reads and parses the key file at `path`. IOError when it cannot be read,
-// InvalidArgument for a missing file or bad contents; each names `what` and
-// the path.
+// Reads and parses the key file at `path`, which must be a regular file
+// that group and others may not access (spool::ReadPrivateFile: opened,
+// then judged). IOError when it cannot be read; InvalidArgument for a
+// missing file, a mode with group or other bits (the error says to chmod
+// 600) or bad contents; each names `what` and the path.
 Status ReadKeyFile(const std::string& path, std::string_view what,
                    std::string* current, std::vector<std::string>* previous);
 

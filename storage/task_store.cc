@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <sys/stat.h>
 #include <system_error>
 
 #include <flatbuffers/flatbuffers.h>
@@ -426,6 +428,20 @@ Status VersionRefused(const std::string& path, uint32_t version) {
       std::to_string(kSchemaVersion) + " only" + advice);
 }
 
+// Creates directory `path` with mode 0700 when it does not exist: it will
+// hold every payload and error, and RocksDB's own mkdir follows the umask
+// (0755 under the usual 022, so that every user could list it and read the
+// files in it, which RocksDB creates 0644). Only the last component, as
+// RocksDB would. An existing directory keeps its mode: the operator chose
+// it. `what` names the directory in errors.
+Status CreatePrivateDirectory(const std::string& path, const char* what) {
+  if (::mkdir(path.c_str(), 0700) == 0 || errno == EEXIST) {
+    return Status::OK();
+  }
+  return Status::IOError(std::string("cannot create ") + what + " " + path +
+                         ": " + std::strerror(errno));
+}
+
 }  // namespace
 
 Status TaskStore::PrepareReadOnly(rocksdb::DBOptions* db_options) {
@@ -456,6 +472,10 @@ Status TaskStore::PrepareReadOnly(rocksdb::DBOptions* db_options) {
     }
     temp_secondary_path_ = pattern;
     options_.secondary_path = pattern;
+  } else if (Status s = CreatePrivateDirectory(options_.secondary_path,
+                                               "secondary directory");
+             !s.ok()) {
+    return s;
   }
   // Everything RocksDB would write for itself (its info log, also for the
   // read-only open that reads a foreign directory's schema version) goes to
@@ -538,6 +558,9 @@ Status TaskStore::OpenDb() {
   rocksdb::DBOptions db_options = QueueDbOptions(env);
   if (options_.read_only) {
     Status s = PrepareReadOnly(&db_options);
+    if (!s.ok()) return s;
+  } else if (options_.durability != Durability::kMemory) {
+    Status s = CreatePrivateDirectory(path, "storage directory");
     if (!s.ok()) return s;
   }
   Status s = CheckLayout(path);

@@ -392,6 +392,9 @@ TEST(ReadOnlyOpen, ReadsAnEncryptedLiveQueueWithItsKey) {
   std::string key = GenerateEncryptionKey();
   std::string key_file = dir.Sub("keys");
   std::ofstream(key_file) << EncryptionKeyToHex(key) << "\n";
+  std::filesystem::permissions(
+      key_file,
+      std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
   LiveQueue live(path, 20, {"--key-file", key_file});
   ASSERT_TRUE(live.ready());
 

@@ -744,6 +744,11 @@ TEST_F(EncryptionTest, BadKeyMaterialIsRejectedNamingTheKey) {
       << s.ToString();
   std::string hex = EncryptionKeyToHex(key_a_);
   std::ofstream(key_file) << "# current key\n" << hex.substr(0, 60) << "zz\n";
+  // A key file is refused unless only its owner may access it (the mode
+  // check itself is tested in tests/security/files_test.cc).
+  std::filesystem::permissions(
+      key_file,
+      std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
   s = Runtime::Open(from_file, &runtime);
   EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
   EXPECT_NE(s.message().find("storage.encryption_key_file " + key_file +

@@ -96,9 +96,9 @@ RetryPolicy Options::RetryPolicyFor(const std::string& type) const {
 
 namespace {
 
-// The longest delay or timeout a config may set: a year, like RetryPolicy's
-// and EnqueueOptions' own caps (util/task.cc).
-constexpr int64_t kMaxDelayMs = int64_t{365} * 24 * 3600 * 1000;
+// The longest delay or timeout a config may set: spool::kMaxDelay, a year.
+constexpr int64_t kMaxDelayMs =
+    std::chrono::duration_cast<std::chrono::milliseconds>(kMaxDelay).count();
 // The largest count a concurrency limit, attempt budget or rate may have.
 constexpr uint32_t kMaxCount = 1'000'000;
 
@@ -122,7 +122,6 @@ Status ValidateRetry(const RetryPolicy& retry, const std::string& prefix) {
     return bad("attempts must be in [1, 1000000], got " +
                std::to_string(retry.max_attempts));
   }
-  const Duration kMaxDelay = std::chrono::milliseconds(kMaxDelayMs);
   if (retry.initial_delay < Duration(0) || retry.initial_delay > kMaxDelay) {
     return bad("base_ms must be in [0, " + std::to_string(kMaxDelayMs) +
                "], got " + Milliseconds(retry.initial_delay));
@@ -167,7 +166,6 @@ Status ValidateType(const std::string& type, const TypeSettings& settings,
     return bad(".concurrency must be in [0, 1000000], got " +
                std::to_string(*settings.max_concurrent));
   }
-  const Duration kMaxDelay = std::chrono::milliseconds(kMaxDelayMs);
   if (settings.timeout &&
       (*settings.timeout < Duration(0) || *settings.timeout > kMaxDelay)) {
     return bad(".timeout_ms must be in [0, " + std::to_string(kMaxDelayMs) +

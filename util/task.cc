@@ -10,9 +10,6 @@ constexpr const char* kStatusNames[kTaskStatusCount] = {
     "pending", "running",   "retry_scheduled", "succeeded",
     "failed",  "cancelled", "waiting",         "held"};
 
-// The longest delay spool accepts anywhere.
-constexpr Duration kMaxDelay = std::chrono::hours(24 * 365);
-
 }  // namespace
 
 const char* TaskStatusName(TaskStatus status) {

@@ -175,9 +175,10 @@ struct TypeSettings {
 struct Options {
   // ---- Storage ----
 
-  // The storage directory. Created when missing. Only one runtime, in one
-  // process, may hold it at a time. Required, even for kMemory, where it
-  // names the in-memory directory.
+  // The storage directory. Created when missing (its parent must exist),
+  // with mode 0700: it holds every payload; an existing directory keeps its
+  // mode. Only one runtime, in one process, may hold it at a time.
+  // Required, even for kMemory, where it names the in-memory directory.
   std::string path;
 
   // When a write counts as stored. Default: kSync.
@@ -185,8 +186,9 @@ struct Options {
 
   // Runtime::OpenReadOnly only: the directory where RocksDB's secondary
   // instance keeps its own files (its info log); created when missing, kept
-  // at close. Must not be inside `path`. Empty: a new temporary directory,
-  // removed at close. No config key. Default: empty.
+  // at close; created with mode 0700. Must not be inside `path`. Empty: a
+  // new temporary directory (0700), removed at close. No config key.
+  // Default: empty.
   std::string secondary_path;
 
   // Runtime::OpenReadOnly only: what the open loads (ReadOnlyScope).
@@ -227,8 +229,9 @@ struct Options {
 
   // A file of keys, one per line as 64 hex digits: the first is the current
   // key, later ones previous keys; blank lines and lines starting with '#'
-  // are skipped. Read by Runtime::Open. Excludes encryption_key.
-  // Default: empty.
+  // are skipped. Read by Runtime::Open (and OpenReadOnly), which refuses a
+  // file that group or others may access (chmod 600). Excludes
+  // encryption_key. Default: empty.
   std::string encryption_key_file;
 
   // With a key: what to do with task records stored in plaintext.

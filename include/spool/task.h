@@ -24,6 +24,12 @@ using Timestamp = std::chrono::time_point<std::chrono::system_clock,
                                           std::chrono::microseconds>;
 using Duration = std::chrono::microseconds;
 
+// The longest delay, timeout or wait spool accepts anywhere: 365 days. A
+// retry delay, a snooze, a rate-limit hold, a handler's timeout and the
+// built-in sleep handler's milliseconds are each refused past it, so that
+// no conversion of one to Duration (or to a point in time) can overflow.
+inline constexpr Duration kMaxDelay = std::chrono::hours(24 * 365);
+
 // The life of a task. Values are stored on disk: never renumber them.
 enum class TaskStatus : uint8_t {
   // Stored and waiting for its turn, possibly for its run_at time.
