@@ -74,6 +74,26 @@ Status GetInteger(const json& value, const std::string& field, Int* out,
   return Status::OK();
 }
 
+// spool::kMaxDelay in milliseconds: the bound of every millisecond count a
+// client sends, so that none overflows when it becomes a Duration or is
+// added to a time.
+constexpr int64_t kMaxDelayMs =
+    std::chrono::duration_cast<std::chrono::milliseconds>(kMaxDelay).count();
+
+// A millisecond count in [min, kMaxDelayMs], as a Duration.
+template <class D>
+Status GetMillis(const json& value, const std::string& field, D* out,
+                 int64_t min = 0) {
+  int64_t ms = 0;
+  if (Status s = GetInteger(value, field, &ms, min, kMaxDelayMs); !s.ok())
+    return FieldError(field, "expected milliseconds in [" +
+                                 std::to_string(min) + ", " +
+                                 std::to_string(kMaxDelayMs) +
+                                 "] (spool::kMaxDelay, 365 days)");
+  *out = std::chrono::duration_cast<D>(std::chrono::milliseconds(ms));
+  return Status::OK();
+}
+
 Status ParseRetryPolicy(const json& value, const std::string& field,
                         RetryPolicy* policy) {
   if (!value.is_object()) return FieldError(field, "expected an object");
@@ -91,11 +111,9 @@ Status ParseRetryPolicy(const json& value, const std::string& field,
     } else if (key == "max_attempts") {
       s = GetInteger(member, name, &parsed.max_attempts, 1);
     } else if (key == "initial_delay_ms" || key == "max_delay_ms") {
-      int64_t ms = 0;
-      s = GetInteger(member, name, &ms, 0, int64_t{365} * 86'400'000);
-      Duration delay = std::chrono::milliseconds(ms);
-      (key == "initial_delay_ms" ? parsed.initial_delay : parsed.max_delay) =
-          delay;
+      s = GetMillis(member, name,
+                    key == "initial_delay_ms" ? &parsed.initial_delay
+                                              : &parsed.max_delay);
     } else if (key == "jitter") {
       if (!member.is_number()) {
         s = FieldError(name, "expected a number in [0, 1]");
@@ -193,9 +211,7 @@ Status ParseTask(json& value, const std::string& prefix, TaskSpec* spec) {
     } else if (key == "priority") {
       s = GetInteger(member, name, &o.priority);
     } else if (key == "delay_ms") {
-      int64_t ms = 0;
-      s = GetInteger(member, name, &ms, 0, int64_t{365} * 86'400'000 * 10);
-      o.delay = std::chrono::milliseconds(ms);
+      s = GetMillis(member, name, &o.delay);
       has_delay = true;
     } else if (key == "run_at") {
       std::string text;
@@ -249,9 +265,9 @@ Status ParseTask(json& value, const std::string& prefix, TaskSpec* spec) {
       s = ParseRetryPolicy(member, name, &policy);
       o.retry = policy;
     } else if (key == "timeout_ms") {
-      int64_t ms = 0;
-      s = GetInteger(member, name, &ms, 1, int64_t{86'400'000} * 365);
-      o.timeout = std::chrono::milliseconds(ms);
+      Duration timeout{0};
+      s = GetMillis(member, name, &timeout, 1);
+      o.timeout = timeout;
     } else {
       s = FieldError(
           name,
@@ -375,9 +391,7 @@ Status ParsePurgeRequest(std::string_view body, PurgeOptions* options) {
           }
         }
       } else if (key == "older_than_ms") {
-        int64_t ms = 0;
-        s = GetInteger(member, key, &ms, 0);
-        parsed.older_than = std::chrono::milliseconds(ms);
+        s = GetMillis(member, key, &parsed.older_than);
       } else if (key == "types") {
         if (!member.is_array()) {
           s = FieldError(key, "expected an array of type names");

@@ -33,6 +33,10 @@ Status ParseJson(std::string_view text, std::string_view what,
     return Status::InvalidArgument(
         std::string(what) + ": malformed JSON at byte " +
         std::to_string(error.byte) + ": " + error.what());
+  } catch (const nlohmann::json::exception& error) {
+    // The parser throws out_of_range for a number no double holds (1e999):
+    // not a parse_error, and uncaught it would end spoold.
+    return Status::InvalidArgument(std::string(what) + ": " + error.what());
   }
   return Status::OK();
 }

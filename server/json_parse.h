@@ -17,8 +17,9 @@
 namespace spool::http {
 
 // Parses `text` as one JSON document into *out. InvalidArgument naming
-// `what` (e.g. "request body") and why: malformed (with the byte), or
-// nested deeper than kMaxJsonDepth.
+// `what` (e.g. "request body") and why: malformed (with the byte), a
+// number no double holds (1e999), or nested deeper than kMaxJsonDepth.
+// Never throws.
 Status ParseJson(std::string_view text, std::string_view what,
                  nlohmann::json* out);
 
