@@ -175,16 +175,21 @@ using retention_actor = caf::typed_actor<
     // Sends no more steps; calls back once none is at the writer.
     caf::reacts_to<stop_atom, Completion>>;
 
-// The remote workers' gateway (actors/gateway.h), published on the network
-// by the runtime when [remote] listen is set. Its first three messages come
-// from remote workers over the network; the others are local.
+// The remote workers' gateway (actors/gateway.h). Never published: its
+// first three messages come from remote workers through its door
+// (actors/gateway_door.h), which checked the hello's proof; the others are
+// local.
 using gateway_actor = caf::typed_actor<
-    // A remote worker introduces itself; refused unless its secret matches.
-    caf::replies_to<hello_atom, RemoteHello>::with<RemoteWelcome>,
-    // The worker of this session is alive: its leases are extended.
-    caf::reacts_to<heartbeat_atom, uint64_t>,
-    // The worker of this session finished these leased attempts.
-    caf::reacts_to<outcome_atom, uint64_t, std::vector<RemoteOutcome>>,
+    // A remote worker (`peer`) whose proof the door checked introduces
+    // itself; the welcome names its session and the session's key.
+    caf::replies_to<hello_atom, RemoteHello, caf::actor>::with<RemoteWelcome>,
+    // The worker of this session (session, key) is alive: its leases are
+    // extended.
+    caf::reacts_to<heartbeat_atom, uint64_t, std::string>,
+    // The worker of this session (session, key) finished these leased
+    // attempts.
+    caf::reacts_to<outcome_atom, uint64_t, std::string,
+                   std::vector<RemoteOutcome>>,
     // The scheduler sent slot `index` of this session a claimed task to
     // run (from the slot's forwarding actor).
     caf::reacts_to<lease_atom, uint64_t, uint32_t, ClaimedTask>,

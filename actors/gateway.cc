@@ -13,6 +13,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/handler_registry.h"
+#include "actors/remote_protocol.h"
 #include "storage/queries.h"
 #include "storage/record.h"
 #include "storage/task_record_generated.h"
@@ -29,6 +30,8 @@ using SteadyTime = std::chrono::steady_clock::time_point;
 struct Session {
   std::string node;
   caf::actor peer;
+  // Carried by every message of the session, both ways.
+  std::string key;
   std::unordered_set<std::string> types;
   // The index of its first scheduler slot, once attached (UINT32_MAX
   // before); its slots are [first, first + slots).
@@ -150,7 +153,8 @@ void Lose(Self self, uint64_t id, const std::string& why) {
   // was sent before it.
   self->send(st.config.scheduler, detach_atom::value, id);
   self->demonitor(session.peer);
-  caf::anon_send(session.peer, revoke_atom::value, id, uint64_t{0});
+  caf::anon_send(session.peer, revoke_atom::value, id, session.key,
+                 uint64_t{0});
 }
 
 // Forwards a slot's `run` to the gateway. Runs on CAF's shared threads:
@@ -166,35 +170,26 @@ worker_actor::behavior_type SlotBehavior(
   };
 }
 
-caf::result<RemoteWelcome> OnHello(Self self, RemoteHello& hello) {
+// A hello whose proof the door checked (gateway_door.h).
+caf::result<RemoteWelcome> OnHello(Self self, RemoteHello& hello,
+                                   caf::actor peer) {
   auto& st = self->state;
-  // The secret first: nothing about the peer is trusted before it matches.
-  if (!SecretsMatch(hello.secret, st.config.secret)) {
-    st.log->warn("remote worker '{}' from {} refused: wrong or missing secret",
-                 hello.node, PeerName(self));
-    return caf::make_error(caf::sec::invalid_argument,
-                           "refused: the secret does not match");
-  }
   if (st.stopping || !st.started) {
     return caf::make_error(caf::sec::invalid_argument,
                            st.stopping
                                ? "refused for now: the runtime is closing"
                                : "refused for now: not started yet");
   }
-  if (hello.concurrency < 1 || hello.concurrency > 4096 ||
-      hello.types.empty()) {
-    st.log->warn(
-        "remote worker '{}' refused: concurrency {} (1 to 4096) and "
-        "at least one type are required",
-        hello.node, hello.concurrency);
-    return caf::make_error(caf::sec::invalid_argument,
-                           "refused: concurrency must be in [1, 4096] and "
-                           "types not empty");
+  std::string key = NewNonce();
+  if (key.empty() || !peer) {
+    return caf::make_error(caf::sec::runtime_error,
+                           "refused for now: no random bytes for a key");
   }
   uint64_t id = st.next_session++;
   Session session;
   session.node = hello.node;
-  session.peer = caf::actor_cast<caf::actor>(self->current_sender());
+  session.peer = std::move(peer);
+  session.key = key;
   session.types.insert(hello.types.begin(), hello.types.end());
   session.first = std::make_shared<std::atomic<uint32_t>>(UINT32_MAX);
   session.slots = hello.concurrency + st.config.claim_ahead;
@@ -215,7 +210,7 @@ caf::result<RemoteWelcome> OnHello(Self self, RemoteHello& hello) {
   st.log->info("remote worker '{}' (session {}) connected: {} slot(s)",
                session.node, id, session.slots);
   st.sessions.emplace(id, std::move(session));
-  return RemoteWelcome{id, st.config.heartbeat.count(),
+  return RemoteWelcome{id, std::move(key), st.config.heartbeat.count(),
                        st.config.lease.count()};
 }
 
@@ -327,16 +322,33 @@ void OnFlush(Self self) {
   st.flush_pending = false;
   for (auto& [id, session] : st.sessions) {
     if (session.outbox.empty()) continue;
-    caf::anon_send(session.peer, lease_atom::value, id,
+    caf::anon_send(session.peer, lease_atom::value, id, session.key,
                    std::exchange(session.outbox, {}));
   }
 }
 
 // Whether the message being handled comes from the worker that said hello
 // for `session`: a session id alone proves nothing, anyone who reaches
-// the port can guess one.
-bool FromItsWorker(Self self, const Session& session) {
-  return self->current_sender() == session.peer.address();
+// the port can guess one, and a sender can be claimed (BASP routed
+// messages name their source), so the session's key decides.
+bool FromItsWorker(Self self, const Session& session, const std::string& key) {
+  return SecretsMatch(key, session.key) &&
+         self->current_sender() == session.peer.address();
+}
+
+// What the worker reports, cut to what a local attempt could store: the
+// result to max_result_bytes (beyond, the attempt fails as a local one
+// whose result is too large would), the message to kMaxErrorBytes.
+void BoundOutcome(const GatewayState& st, Outcome* outcome) {
+  if (outcome->result && outcome->result->size() > st.config.max_result_bytes) {
+    outcome->status = Status::InvalidArgument(
+        "the remote worker's result of " +
+        std::to_string(outcome->result->size()) +
+        " bytes exceeds storage.max_result_bytes (" +
+        std::to_string(st.config.max_result_bytes) + ")");
+    outcome->result.reset();
+    outcome->permanent = false;
+  }
 }
 
 // The outcome of one leased attempt, as the scheduler takes it; nothing
@@ -357,22 +369,27 @@ std::optional<WorkerOutcome> TakeOutcome(Self self, uint64_t session_id,
   Outcome outcome;
   outcome.id = remote.task;
   outcome.attempt = remote.attempt;
+  if (remote.message.size() > storage::kMaxErrorBytes) {
+    remote.message = storage::CutError(std::move(remote.message));
+  }
   outcome.status = StatusOf(remote.code, remote.message);
   outcome.permanent = remote.permanent;
   outcome.cancelled = remote.cancelled;
   outcome.stopped = remote.stopped;
   if (remote.delay_us >= 0) outcome.delay_us = remote.delay_us;
   if (remote.has_result) outcome.result = std::move(remote.result);
+  BoundOutcome(st, &outcome);
   uint32_t slot = lease->second.slot;
   st.leases.erase(lease);
   return WorkerOutcome{slot, std::move(outcome), true};
 }
 
-void OnOutcomes(Self self, uint64_t session_id,
+void OnOutcomes(Self self, uint64_t session_id, const std::string& key,
                 std::vector<RemoteOutcome>& remote) {
   auto& st = self->state;
   auto session = st.sessions.find(session_id);
-  if (session == st.sessions.end() || !FromItsWorker(self, session->second)) {
+  if (session == st.sessions.end() ||
+      !FromItsWorker(self, session->second, key)) {
     if (remote.empty()) return;
     st.log->warn(
         "refused the outcome of task {} attempt {} (lease {}, session {}) "
@@ -446,7 +463,7 @@ void OnTick(Self self) {
     auto session = st.sessions.find(lease.session);
     if (session != st.sessions.end()) {
       caf::anon_send(session->second.peer, revoke_atom::value, lease.session,
-                     id);
+                     session->second.key, id);
     }
   }
   if (!st.stopping) {
@@ -473,26 +490,30 @@ gateway_actor::behavior_type GatewayBehavior(Self self, GatewayConfig config) {
   });
   self->send(self, tick_atom::value);
   return {
-      [self](hello_atom, RemoteHello& hello) { return OnHello(self, hello); },
-      [self](heartbeat_atom, uint64_t session_id) {
+      [self](hello_atom, RemoteHello& hello, caf::actor peer) {
+        return OnHello(self, hello, std::move(peer));
+      },
+      [self](heartbeat_atom, uint64_t session_id, std::string& key) {
         auto& st = self->state;
         auto it = st.sessions.find(session_id);
-        if (it != st.sessions.end() && !FromItsWorker(self, it->second)) {
+        if (it != st.sessions.end() && !FromItsWorker(self, it->second, key)) {
           return;  // a guessed session id: not its worker's heartbeat
         }
         if (it == st.sessions.end()) {
           // Dropped (e.g. it stalled past its lease): it must say hello
-          // again, and its leases are gone.
+          // again, and its leases are gone. The key it sent comes back, so
+          // that only the worker holding it takes the revoke.
           caf::anon_send(caf::actor_cast<caf::actor>(self->current_sender()),
-                         revoke_atom::value, session_id, uint64_t{0});
+                         revoke_atom::value, session_id, std::move(key),
+                         uint64_t{0});
           return;
         }
         it->second.lease_deadline =
             std::chrono::steady_clock::now() + st.config.lease;
       },
-      [self](outcome_atom, uint64_t session_id,
+      [self](outcome_atom, uint64_t session_id, std::string& key,
              std::vector<RemoteOutcome>& outcomes) {
-        OnOutcomes(self, session_id, outcomes);
+        OnOutcomes(self, session_id, key, outcomes);
       },
       [self](lease_atom, uint64_t session_id, uint32_t slot,
              ClaimedTask& task) { OnLease(self, session_id, slot, task); },
@@ -511,17 +532,6 @@ gateway_actor::behavior_type GatewayBehavior(Self self, GatewayConfig config) {
 }
 
 }  // namespace
-
-bool SecretsMatch(const std::string& a, const std::string& b) {
-  size_t n = std::max(a.size(), b.size());
-  unsigned char diff = a.size() == b.size() ? 0 : 1;
-  for (size_t i = 0; i < n; ++i) {
-    unsigned char x = i < a.size() ? static_cast<unsigned char>(a[i]) : 0;
-    unsigned char y = i < b.size() ? static_cast<unsigned char>(b[i]) : 0;
-    diff |= static_cast<unsigned char>(x ^ y);
-  }
-  return diff == 0 && !b.empty();
-}
 
 void RegisterRemoteTypes(caf::actor_system_config* config) {
   config->add_message_type<RemoteHello>("spool.RemoteHello");

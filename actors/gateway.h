@@ -1,15 +1,16 @@
 // The gateway: hands leased tasks to remote workers (spool-worker
 // processes, spool::RemoteWorker) over CAF's network layer.
 //
-// A remote worker connects, says hello with the shared secret, its node
-// name, the task types it serves and its concurrency. Once the secret
-// matches (compared in constant time, before anything else happens), the
-// gateway attaches concurrency + claim_ahead worker slots to the scheduler:
+// A remote worker connects to the gateway's door (gateway_door.h), proves
+// it holds the shared secret (remote_protocol.h), and says hello with its
+// node name, the task types it serves and its concurrency. The gateway
+// then attaches concurrency + claim_ahead worker slots to the scheduler:
 // to the scheduler they are workers like the local ones, whose `run`
 // messages a small forwarding actor passes here. The gateway reads the
 // task's spec, records the start in the start log (a leased attempt counts
 // as started: the gateway cannot know better after a crash), and sends the
-// worker a RemoteLease tagged with a lease id.
+// worker a RemoteLease tagged with a lease id. Every message of a session,
+// both ways, carries the session's random key.
 //
 // Heartbeats extend a session's lease in memory. When the connection goes
 // down (CAF's down message) or no heartbeat arrives within lease_ms, every
@@ -50,8 +51,9 @@ struct GatewayConfig {
   // Where leased starts are recorded (null: nowhere).
   storage::StartLog* start_log = nullptr;
   std::shared_ptr<Clock> clock;
-  // What a remote worker must present in its hello.
-  std::string secret;
+  // The largest result a remote attempt may report (storage.
+  // max_result_bytes); a larger one fails the attempt.
+  size_t max_result_bytes = size_t{64} << 10;
   std::chrono::milliseconds lease{10000};
   std::chrono::milliseconds heartbeat{1000};
   // Slots attached per worker beyond its declared concurrency.
@@ -61,11 +63,9 @@ struct GatewayConfig {
   std::shared_ptr<RateBuckets> rate_buckets;
 };
 
-// Spawns the gateway; the caller publishes it (caf::io::publish).
+// Spawns the gateway. Never publish it: the network reaches it only
+// through its door (actors/gateway_door.h), which checks each hello.
 gateway_actor SpawnGateway(caf::actor_system& system, GatewayConfig config);
-
-// Whether `a` equals `b`, in time that depends only on their lengths.
-bool SecretsMatch(const std::string& a, const std::string& b);
 
 }  // namespace spool::actors
 

@@ -80,6 +80,7 @@ using heartbeat_atom = caf::atom_constant<caf::atom("heartbeat")>;
 using revoke_atom = caf::atom_constant<caf::atom("revoke")>;
 using detach_atom = caf::atom_constant<caf::atom("detach")>;
 using flush_atom = caf::atom_constant<caf::atom("flush")>;
+using challenge_atom = caf::atom_constant<caf::atom("challenge")>;
 
 // ---- Payloads ----
 
@@ -457,10 +458,19 @@ struct WorkerOutcome {
 
 // ---- Remote workers (actors/gateway.h, docs/scale-out.md) ----
 
-// The first message of a remote worker: who it is, what it serves, and the
-// shared secret that must match before it is handed anything.
+// The remote workers' handshake (actors/remote_protocol.h): the worker
+// sends (challenge_atom, its nonce) and the gateway's door answers with its
+// own nonce and a proof that it holds the shared secret; then the worker
+// sends this hello, with its proof. The secret itself never travels.
+
+// The worker's hello: who it is, what it serves, and its proof.
 struct RemoteHello {
-  std::string secret;
+  // The door's nonce this hello answers (single use) and the worker's own.
+  std::string door_nonce;
+  std::string worker_nonce;
+  // HMAC-SHA256 of the nonces and every field below, keyed by the secret
+  // (WorkerProof), hex.
+  std::string proof;
   // The worker's own name for itself (host and process), for logs and for
   // the lease it holds.
   std::string node;
@@ -472,6 +482,9 @@ struct RemoteHello {
 struct RemoteWelcome {
   // Names the connection in every later message.
   uint64_t session = 0;
+  // Random, per session: every later message of the session, both ways,
+  // carries it; one without it is dropped.
+  std::string key;
   int64_t heartbeat_ms = 1000;
   int64_t lease_ms = 10000;
 };
@@ -513,12 +526,12 @@ struct RemoteOutcome {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, RemoteHello& x) {
-  return f(caf::meta::type_name("spool.RemoteHello"), x.secret, x.node, x.types,
-           x.concurrency);
+  return f(caf::meta::type_name("spool.RemoteHello"), x.door_nonce,
+           x.worker_nonce, x.proof, x.node, x.types, x.concurrency);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, RemoteWelcome& x) {
-  return f(caf::meta::type_name("spool.RemoteWelcome"), x.session,
+  return f(caf::meta::type_name("spool.RemoteWelcome"), x.session, x.key,
            x.heartbeat_ms, x.lease_ms);
 }
 template <class Inspector>

@@ -184,6 +184,8 @@ enum class ValueKind {
   // "7d", within [KeySpec::min, KeySpec::max] seconds; when min is 0, also
   // "0" or "forever", for none. The checked value is in microseconds.
   kDuration,
+  // A TOML boolean (--set: true or false).
+  kBoolean,
 };
 
 // A value that passed its key's checks, in the form the key's setter takes.
@@ -360,6 +362,25 @@ KeySpec StringKey(std::string_view section, std::string_view name,
   return spec;
 }
 
+// A boolean key stored in a bool field.
+template <auto kField>
+KeySpec BooleanKey(std::string_view section, std::string_view name,
+                   std::string_view doc) {
+  static_assert(std::is_same_v<FieldType<kField>, bool>);
+  KeySpec spec;
+  spec.section = section;
+  spec.name = name;
+  spec.kind = ValueKind::kBoolean;
+  spec.set = [](Options* options, const CheckedValue& value) {
+    options->*kField = value.integer != 0;
+  };
+  spec.render = [](const Options& options) {
+    return std::string(options.*kField ? "true" : "false");
+  };
+  spec.doc = doc;
+  return spec;
+}
+
 // An enum key: a string naming one of kValues, spelled as kNameOf spells it
 // (so the config file and the rest of spool agree on every name).
 template <auto kField, auto kNameOf, auto... kValues>
@@ -488,6 +509,9 @@ const std::vector<KeySpec>& Registry() {
       IntegerKey<&Options::remote_claim_ahead, 0, 4096>(
           "remote", "claim_ahead",
           "Tasks leased to a remote worker beyond its concurrency."),
+      BooleanKey<&Options::remote_allow_insecure>(
+          "remote", "allow_insecure",
+          "Let remote.listen be beyond loopback (a trusted network only)."),
       EnumKey<&Options::log_level, LogLevelName, LogLevel::kTrace,
               LogLevel::kDebug, LogLevel::kInfo, LogLevel::kWarn,
               LogLevel::kError, LogLevel::kOff>(
@@ -531,6 +555,8 @@ std::string ExpectedValues(const KeySpec& spec) {
       return "a non-empty string";
     case ValueKind::kOptionalString:
       return "a string";
+    case ValueKind::kBoolean:
+      return "true or false";
     case ValueKind::kDuration:
       return "a duration such as \"30m\", \"24h\" or \"7d\" from " +
              FormatDurationText(spec.min * 1'000'000) + " to " +
@@ -642,6 +668,11 @@ std::string DescribeTomlValue(const toml::node& node) {
 
 Result<CheckedValue> CheckTomlValue(const KeySpec& spec,
                                     const toml::node& node) {
+  if (spec.kind == ValueKind::kBoolean) {
+    const toml::value<bool>* boolean = node.as_boolean();
+    if (boolean == nullptr) return Mismatch(spec, DescribeTomlValue(node));
+    return CheckedValue::Integer(boolean->get() ? 1 : 0);
+  }
   if (spec.kind == ValueKind::kInteger) {
     const toml::value<int64_t>* integer = node.as_integer();
     if (integer == nullptr) return Mismatch(spec, DescribeTomlValue(node));
@@ -654,6 +685,11 @@ Result<CheckedValue> CheckTomlValue(const KeySpec& spec,
 
 Result<CheckedValue> CheckOverrideText(const KeySpec& spec,
                                        std::string_view text) {
+  if (spec.kind == ValueKind::kBoolean) {
+    if (text == "true") return CheckedValue::Integer(1);
+    if (text == "false") return CheckedValue::Integer(0);
+    return Mismatch(spec, QuoteForMessage(text));
+  }
   if (spec.kind == ValueKind::kInteger) {
     std::optional<int64_t> integer = ParseIntegerText(text);
     if (!integer) return Mismatch(spec, QuoteForMessage(text));

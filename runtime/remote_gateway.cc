@@ -7,6 +7,7 @@
 #include <caf/io/all.hpp>
 #include <spdlog/spdlog.h>
 
+#include "actors/gateway_door.h"
 #include "runtime/runtime_impl.h"
 #include "util/logging.h"
 
@@ -15,6 +16,14 @@ namespace spool {
 void LoadMiddleman(caf::actor_system_config* config) {
   config->load<caf::io::middleman>();
   actors::RegisterRemoteTypes(config);
+}
+
+void CloseNamedActors(caf::actor_system& system) {
+  // CAF registers these by name, and the middleman hands a peer's message
+  // to them unchecked: ConfigServ keeps whatever a peer puts in it (an
+  // unbounded store), SpawnServ spawns on request. spool uses neither.
+  system.registry().erase(caf::atom("ConfigServ"));
+  system.registry().erase(caf::atom("SpawnServ"));
 }
 
 Status RuntimeImpl::StartGateway() {
@@ -33,17 +42,22 @@ Status RuntimeImpl::StartGateway() {
   config.store = store_.get();
   config.start_log = start_log_.get();
   config.clock = clock_;
-  config.secret = std::move(secret);
+  config.max_result_bytes = options_.max_result_bytes;
   config.lease = options_.remote_lease;
   config.heartbeat = options_.remote_heartbeat;
   config.claim_ahead = static_cast<uint32_t>(options_.remote_claim_ahead);
   config.rate_buckets = rate_buckets_;
   gateway_ = actors::SpawnGateway(*actor_system_, std::move(config));
+  gateway_door_ =
+      actors::SpawnGatewayDoor(*actor_system_, gateway_, std::move(secret));
+  CloseNamedActors(*actor_system_);
   auto published = actor_system_->middleman().publish(
-      gateway_, port, host.empty() ? nullptr : host.c_str(),
+      gateway_door_, port, host.empty() ? nullptr : host.c_str(),
       /*reuse_addr=*/true);
   if (!published) {
-    caf::anon_send_exit(gateway_, caf::exit_reason::user_shutdown);
+    caf::anon_send(gateway_door_, actors::DoorStop{});
+    gateway_door_ = nullptr;
+    caf::anon_send(gateway_, actors::stop_atom::value);
     gateway_ = nullptr;
     return Status::IOError(
         "remote.listen \"" + listen +
@@ -60,7 +74,9 @@ void RuntimeImpl::StopGateway() {
   // Its leases are settled as interrupted before the scheduler is asked to
   // stop, so that the stop does not wait for remote handlers.
   static_cast<void>(
-      actor_system_->middleman().unpublish(gateway_, gateway_port_));
+      actor_system_->middleman().unpublish(gateway_door_, gateway_port_));
+  caf::anon_send(gateway_door_, actors::DoorStop{});
+  gateway_door_ = nullptr;
   // It quits once it has settled them.
   caf::anon_send(gateway_, actors::stop_atom::value);
   gateway_ = nullptr;

@@ -23,16 +23,43 @@
 #include "actors/actors.h"
 #include "actors/attempt_control.h"
 #include "actors/handler_registry.h"
+#include "actors/network_facing.h"
+#include "actors/remote_protocol.h"
 #include "runtime/runtime_impl.h"
 #include "util/logging.h"
+
+// The node actor's local messages: of types never announced to the
+// network, so that no peer can send them (actors/network_facing.h).
+namespace spool::remote_node {
+// (Re)connect and say hello.
+struct Connect {};
+// Time for the next heartbeat.
+struct Tick {
+  int64_t period_ms = 0;
+};
+// A handler thread finished an attempt of `session`.
+struct Finished {
+  uint64_t session = 0;
+  actors::RemoteOutcome outcome;
+};
+// Send the gathered outcomes.
+struct Flush {};
+// Close: flush and quit.
+struct Stop {};
+}  // namespace spool::remote_node
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::remote_node::Connect)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::remote_node::Tick)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::remote_node::Finished)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::remote_node::Flush)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::remote_node::Stop)
 
 namespace spool {
 namespace {
 
-using connect_atom = caf::atom_constant<caf::atom("connect")>;
-using actors::gateway_actor;
 using actors::RemoteLease;
 using actors::RemoteOutcome;
+namespace node = remote_node;
 
 // A lease waiting for a thread, or running on one.
 struct Work {
@@ -46,8 +73,14 @@ class RemoteWorkerImpl;
 // What the node actor shares with the worker object.
 struct NodeState {
   RemoteWorkerImpl* worker = nullptr;
-  gateway_actor gateway;
+  // The gateway's door.
+  caf::actor gateway;
   uint64_t session = 0;
+  // The session's key (RemoteWelcome), and the key of the session before,
+  // whose outcomes may still be on their way.
+  std::string key;
+  uint64_t previous_session = 0;
+  std::string previous_key;
   std::chrono::milliseconds backoff{0};
   bool refused = false;
   // Outcomes not yet sent, by session: they go in one message per session
@@ -89,14 +122,25 @@ class RemoteWorkerImpl final : public RemoteWorker {
   uint64_t finished() const override { return finished_.load(); }
   uint64_t reconnects() const override { return reconnects_.load(); }
 
-  // Called by the node actor.
-  actors::RemoteHello Hello() const {
+  // Called by the node actor: the hello answering the door's challenge,
+  // with its proof.
+  actors::RemoteHello Hello(std::string door_nonce,
+                            std::string worker_nonce) const {
     actors::RemoteHello hello;
-    hello.secret = secret_;
+    hello.door_nonce = std::move(door_nonce);
+    hello.worker_nonce = std::move(worker_nonce);
     hello.node = options_.node;
     for (const auto& [type, entry] : handlers_) hello.types.push_back(type);
     hello.concurrency = options_.concurrency;
+    hello.proof = actors::WorkerProof(secret_, hello);
     return hello;
+  }
+  // Whether the door's answer to `worker_nonce` proves it holds the secret.
+  bool DoorProves(const std::string& worker_nonce,
+                  const std::string& door_nonce,
+                  const std::string& proof) const {
+    return actors::SecretsMatch(
+        proof, actors::DoorProof(secret_, worker_nonce, door_nonce));
   }
   const RemoteWorkerOptions& options() const { return options_; }
   void Answered(const Status& status) {
@@ -169,7 +213,66 @@ class RemoteWorkerImpl final : public RemoteWorker {
   std::vector<std::thread> threads_;
 };
 
-using NodeSelf = caf::stateful_actor<NodeState>*;
+class NodeActor;
+caf::behavior NodeBehavior(NodeActor* self, RemoteWorkerImpl* worker,
+                           std::string host, uint16_t port);
+
+// The actor that talks to the gateway. Whoever the gateway's node routes
+// for can send it messages, so it takes only its protocol's
+// (network_facing.h) and each lease or revoke only with its session's key.
+class NodeActor final : public actors::NetworkFacing<caf::event_based_actor> {
+ public:
+  NodeActor(caf::actor_config& config, RemoteWorkerImpl* worker,
+            std::string host, uint16_t port)
+      : NetworkFacing(config),
+        worker_(worker),
+        host_(std::move(host)),
+        port_(port) {}
+
+  const char* name() const override { return "spool.remote_node"; }
+  caf::behavior make_behavior() override {
+    return NodeBehavior(this, worker_, host_, port_);
+  }
+
+  NodeState state;
+
+ protected:
+  bool Admit(const caf::mailbox_element& element) const override {
+    const caf::type_erased_tuple& content = element.content();
+    if (element.mid.is_response()) {
+      // The door's answers: the challenge's, the hello's, or an error
+      // (a request's timeout among them).
+      return content.match_elements<std::string, std::string>() ||
+             content.match_elements<actors::RemoteWelcome>() ||
+             content.match_elements<caf::error>();
+    }
+    if (element.mid.is_request()) return false;
+    return actors::IsMessage<actors::lease_atom, uint64_t, std::string,
+                             std::vector<RemoteLease>>(content) ||
+           actors::IsMessage<actors::revoke_atom, uint64_t, std::string,
+                             uint64_t>(content) ||
+           content.match_elements<caf::down_msg>() ||
+           content.match_elements<node::Connect>() ||
+           content.match_elements<node::Tick>() ||
+           content.match_elements<node::Finished>() ||
+           content.match_elements<node::Flush>() ||
+           content.match_elements<node::Stop>();
+  }
+
+ private:
+  RemoteWorkerImpl* worker_;
+  std::string host_;
+  uint16_t port_;
+};
+
+using NodeSelf = NodeActor*;
+
+// The key of `session`, if this worker still knows it.
+std::string KeyOf(const NodeState& st, uint64_t session) {
+  if (session == st.session) return st.key;
+  if (session == st.previous_session) return st.previous_key;
+  return std::string();
+}
 
 // Sends the gathered outcomes, one message per session. Sent even for a
 // session since dropped: the gateway refuses them, and logs that it did.
@@ -179,7 +282,7 @@ void FlushOutcomes(NodeSelf self) {
   if (st.gateway) {
     for (auto& [session, outcomes] : st.outbox) {
       self->send(st.gateway, actors::outcome_atom::value, session,
-                 std::move(outcomes));
+                 KeyOf(st, session), std::move(outcomes));
     }
   }
   st.outbox.clear();
@@ -191,31 +294,39 @@ void Retry(NodeSelf self) {
   st.backoff = st.backoff.count() == 0
                    ? o.reconnect_initial
                    : std::min(st.backoff * 2, o.reconnect_max);
-  self->delayed_send(self, st.backoff, connect_atom::value);
+  self->delayed_send(self, st.backoff, node::Connect{});
 }
 
-void SayHello(NodeSelf self) {
+// The gateway refused this worker for good, or could not prove it is the
+// gateway: retrying cannot help.
+void GiveUp(NodeSelf self, const std::string& why) {
+  auto& st = self->state;
+  st.refused = true;
+  Logger()->error("{}", why);
+  st.worker->Answered(Status::InvalidArgument(why));
+}
+
+// The hello, once the door answered the challenge with `door_nonce`.
+void SendHello(NodeSelf self, std::string door_nonce,
+               std::string worker_nonce) {
   auto& st = self->state;
   self->request(st.gateway, std::chrono::seconds(10), actors::hello_atom::value,
-                st.worker->Hello())
+                st.worker->Hello(std::move(door_nonce), std::move(worker_nonce)))
       .then(
           [self](actors::RemoteWelcome& welcome) {
             auto& s = self->state;
+            s.previous_session = s.session;
+            s.previous_key = std::move(s.key);
             s.session = welcome.session;
+            s.key = std::move(welcome.key);
             s.backoff = std::chrono::milliseconds(0);
             s.worker->Answered(Status::OK());
-            self->send(self, actors::heartbeat_atom::value,
-                       std::chrono::milliseconds(welcome.heartbeat_ms).count());
+            self->send(self, node::Tick{welcome.heartbeat_ms});
           },
           [self](caf::error& error) {
-            auto& s = self->state;
             std::string why = self->system().render(error);
             if (why.find("refused: the secret") != std::string::npos) {
-              // Retrying cannot help.
-              s.refused = true;
-              Logger()->error("the gateway refused this worker: {}", why);
-              s.worker->Answered(Status::InvalidArgument(
-                  "the gateway refused this worker: " + why));
+              GiveUp(self, "the gateway refused this worker: " + why);
               return;
             }
             Logger()->warn("hello to the gateway failed: {}; retrying", why);
@@ -223,7 +334,31 @@ void SayHello(NodeSelf self) {
           });
 }
 
-caf::behavior NodeBehavior(NodeSelf self, RemoteWorkerImpl* worker,
+// The handshake (actors/remote_protocol.h): a challenge, then the hello.
+void SayHello(NodeSelf self) {
+  auto& st = self->state;
+  std::string worker_nonce = actors::NewNonce();
+  self->request(st.gateway, std::chrono::seconds(10),
+                actors::challenge_atom::value, worker_nonce)
+      .then(
+          [self, worker_nonce](std::string& door_nonce, std::string& proof) {
+            if (!self->state.worker->DoorProves(worker_nonce, door_nonce,
+                                                proof)) {
+              GiveUp(self,
+                     "the gateway could not prove it holds the secret: it "
+                     "is not spool's gateway, or its secret differs");
+              return;
+            }
+            SendHello(self, std::move(door_nonce), worker_nonce);
+          },
+          [self](caf::error& error) {
+            Logger()->warn("challenge to the gateway failed: {}; retrying",
+                           self->system().render(error));
+            Retry(self);
+          });
+}
+
+caf::behavior NodeBehavior(NodeActor* self, RemoteWorkerImpl* worker,
                            std::string host, uint16_t port) {
   self->state.worker = worker;
   self->set_down_handler([self](caf::down_msg& down) {
@@ -237,12 +372,11 @@ caf::behavior NodeBehavior(NodeSelf self, RemoteWorkerImpl* worker,
     Retry(self);
   });
   return {
-      [self, host, port](connect_atom) {
+      [self, host, port](node::Connect) {
         auto& st = self->state;
         if (st.refused) return;
         if (!st.gateway) {
-          auto gateway = self->system().middleman().remote_actor<gateway_actor>(
-              host, port);
+          auto gateway = self->system().middleman().remote_actor(host, port);
           if (!gateway) {
             Logger()->info("cannot reach the gateway at {}:{}: {}", host, port,
                            self->system().render(gateway.error()));
@@ -254,44 +388,52 @@ caf::behavior NodeBehavior(NodeSelf self, RemoteWorkerImpl* worker,
         }
         SayHello(self);
       },
-      [self](actors::heartbeat_atom, int64_t period_ms) {
+      [self](node::Tick tick) {
         auto& st = self->state;
         if (st.session == 0 || !st.gateway) return;  // a newer loop runs
-        self->send(st.gateway, actors::heartbeat_atom::value, st.session);
-        self->delayed_send(self, std::chrono::milliseconds(period_ms),
-                           actors::heartbeat_atom::value, period_ms);
+        self->send(st.gateway, actors::heartbeat_atom::value, st.session,
+                   st.key);
+        self->delayed_send(self, std::chrono::milliseconds(tick.period_ms),
+                           tick);
       },
-      [self](actors::lease_atom, uint64_t session,
+      [self](actors::lease_atom, uint64_t session, const std::string& key,
              std::vector<RemoteLease>& leases) {
-        self->state.worker->Enqueue(session, leases);
-      },
-      [self](actors::revoke_atom, uint64_t session, uint64_t lease) {
         auto& st = self->state;
+        if (session != st.session || !actors::SecretsMatch(key, st.key)) {
+          return;  // not from this session's gateway
+        }
+        st.worker->Enqueue(session, leases);
+      },
+      [self](actors::revoke_atom, uint64_t session, const std::string& key,
+             uint64_t lease) {
+        auto& st = self->state;
+        if (session != st.session || !actors::SecretsMatch(key, st.key)) {
+          return;  // not from this session's gateway
+        }
         if (lease != 0) {
           st.worker->CancelLease(lease);
           return;
         }
-        if (session != st.session) return;
         // The gateway dropped the session (its lease ran out): start over.
         Logger()->warn("the gateway dropped session {}; saying hello again",
                        session);
         st.worker->CancelSession(session);
         st.session = 0;
         st.worker->CountReconnect();
-        self->send(self, connect_atom::value);
+        self->send(self, node::Connect{});
       },
-      [self](actors::outcome_atom, uint64_t session, RemoteOutcome& outcome) {
+      [self](node::Finished& finished) {
         auto& st = self->state;
-        st.outbox[session].push_back(std::move(outcome));
+        st.outbox[finished.session].push_back(std::move(finished.outcome));
         if (!st.flush_pending) {
           // Behind the outcomes already in the mailbox: those join this
           // one's message.
           st.flush_pending = true;
-          self->send(self, actors::flush_atom::value);
+          self->send(self, node::Flush{});
         }
       },
-      [self](actors::flush_atom) { FlushOutcomes(self); },
-      [self](actors::stop_atom) {
+      [self](node::Flush) { FlushOutcomes(self); },
+      [self](node::Stop) {
         FlushOutcomes(self);  // the flush_atom may be behind the stop
         self->quit();
       },
@@ -351,8 +493,8 @@ void RemoteWorkerImpl::RunThread() {
       std::lock_guard<std::mutex> lock(mutex_);
       running_.erase(work.lease.lease);
     }
-    caf::anon_send(node_, actors::outcome_atom::value, work.session,
-                   std::move(outcome));
+    caf::anon_send(node_,
+                   node::Finished{work.session, std::move(outcome)});
     finished_.fetch_add(1);
   }
 }
@@ -375,11 +517,12 @@ Status RemoteWorkerImpl::Connect() {
   config_->set("scheduler.max-threads", size_t{2});
   LoadMiddleman(config_.get());
   system_ = std::make_unique<caf::actor_system>(*config_);
+  CloseNamedActors(*system_);
   for (uint32_t i = 0; i < options_.concurrency; ++i) {
     threads_.emplace_back([this] { RunThread(); });
   }
-  node_ = system_->spawn<caf::detached>(NodeBehavior, this, host, port);
-  caf::anon_send(node_, connect_atom::value);
+  node_ = system_->spawn<NodeActor, caf::detached>(this, host, port);
+  caf::anon_send(node_, node::Connect{});
   std::unique_lock<std::mutex> lock(mutex_);
   if (!cv_.wait_for(lock, options_.connect_timeout,
                     [this] { return first_answer_.has_value(); })) {
@@ -405,7 +548,7 @@ Status RemoteWorkerImpl::Close(std::chrono::milliseconds) {
   threads_.clear();
   if (node_) {
     // After the outcomes the threads sent (one mailbox, in order).
-    caf::anon_send(node_, actors::stop_atom::value);
+    caf::anon_send(node_, node::Stop{});
     node_ = nullptr;
   }
   system_.reset();

@@ -39,6 +39,9 @@ namespace spool {
 // Loads CAF's middleman into `config` and announces the remote workers'
 // message types (runtime/remote_gateway.cc): only with [remote] listen.
 void LoadMiddleman(caf::actor_system_config* config);
+// Takes CAF's named actors (ConfigServ, SpawnServ) out of the registry, so
+// that no network peer reaches them; after the middleman started.
+void CloseNamedActors(caf::actor_system& system);
 
 class WatchLink;
 
@@ -309,6 +312,8 @@ class RuntimeImpl final : public Runtime {
   std::vector<actors::worker_actor> workers_;
   // Only with [remote] listen set: the gateway and the port it listens on.
   actors::gateway_actor gateway_;
+  // What the gateway's port reaches (actors/gateway_door.h).
+  caf::actor gateway_door_;
   uint16_t gateway_port_ = 0;
   uint64_t clock_listener_ = 0;
   // Spawned by Start unless every retention age is 0 (keep forever).

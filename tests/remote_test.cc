@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -317,12 +318,22 @@ TEST_F(RemoteTest, CancelReachesRunningAndQueuedRemoteAttempts) {
 TEST_F(RemoteTest, WorkerWithAWrongOrMissingSecretIsRefused) {
   Open();
   std::string wrong = WriteSecret(dir_, "wrong", "not-the-secret-at-all-000");
-  auto refused = Worker("intruder", "noop", 1, wrong);
+  // Its stderr goes to a file, through a shell in front of the binary.
+  std::string stderr_path = dir_.Sub("intruder.stderr");
+  auto refused = Worker("intruder", "noop", 1, wrong, {},
+                        {"/bin/sh", "-c", "exec \"$@\" 2>" + stderr_path, "sh"});
   auto status = refused->Wait(std::chrono::seconds(15));
   ASSERT_TRUE(status.has_value());
   EXPECT_TRUE(WIFEXITED(*status));
   EXPECT_EQ(WEXITSTATUS(*status), 3);
-  EXPECT_TRUE(Logged("refused: wrong or missing secret"));
+  // The challenge is mutual: the gateway's proof fails first, on the
+  // worker's side, so the worker never sends a hello of its own.
+  std::ifstream err(stderr_path);
+  std::string said((std::istreambuf_iterator<char>(err)),
+                   std::istreambuf_iterator<char>());
+  EXPECT_THAT(said,
+              HasSubstr("the gateway could not prove it holds the secret"));
+  EXPECT_FALSE(Logged("remote worker 'intruder'"));
   // Nothing was handed to it.
   EnqueueMany("noop", "", 3);
   EXPECT_TRUE(StartsIn(dir_.Sub("intruder.log")).empty());

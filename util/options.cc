@@ -3,6 +3,8 @@
 
 #include <spool/options.h>
 
+#include "util/loopback.h"
+
 namespace spool {
 namespace {
 
@@ -295,6 +297,14 @@ Status ValidateRemote(const Options& o) {
         "remote.secret_file must name the shared secret's file when "
         "remote.listen is set: a gateway without one would hand tasks "
         "to any peer");
+  }
+  if (!o.remote_allow_insecure &&
+      !IsLoopbackHost(o.remote_listen.substr(0, colon))) {
+    return bad("remote.listen \"" + o.remote_listen +
+               "\" is beyond loopback, and the gateway's traffic is not "
+               "encrypted: listen on 127.0.0.1 (and reach it through an "
+               "encrypted tunnel), or on a trusted network only set "
+               "remote.allow_insecure = true");
   }
   return Status::OK();
 }

@@ -354,8 +354,8 @@ struct Options {
 
   // "HOST:PORT" where the worker gateway listens for spool-worker
   // processes (spool::RemoteWorker); "" keeps it off and the runtime
-  // takes no network work at all. Loopback ("127.0.0.1:7470") unless the
-  // network between the hosts is trusted: traffic is not encrypted.
+  // takes no network work at all. Beyond loopback, Open refuses it
+  // unless remote_allow_insecure is set.
   // Default: "" (off).
   std::string remote_listen;
   // A file holding the shared secret every remote worker must present
@@ -373,6 +373,12 @@ struct Options {
   // The most tasks leased to one remote worker beyond its declared
   // concurrency, so that it never waits for a round trip. Default: 16.
   int remote_claim_ahead = 16;
+  // Lets remote_listen be beyond loopback. The gateway's traffic is not
+  // encrypted: whoever can read it sees payloads and session keys (never
+  // the secret), and whoever reaches the port can send CAF messages before
+  // the handshake (docs/security.md). Only for a trusted network.
+  // Default: false.
+  bool remote_allow_insecure = false;
 
   // ---- Retention (config section [retention]) ----
   //
