@@ -28,8 +28,10 @@
 #include <spool/statistics.h>
 
 #include "server/api_json.h"
-#include "server/bearer_token.h"
-#include "server/spool_dashboard_html.h"
+#include "server/request_guard.h"
+#include "server/spool_dashboard_dashboard_css.h"
+#include "server/spool_dashboard_dashboard_js.h"
+#include "server/spool_dashboard_index_html.h"
 
 namespace spool::http {
 namespace {
@@ -43,6 +45,46 @@ using Request = bhttp::request<bhttp::string_body>;
 using Frame = std::shared_ptr<const std::string>;
 
 class ServerImpl;
+
+// The dashboard's static files (server/dashboard/), compiled in.
+struct DashboardFile {
+  std::string_view path;
+  const char* content_type;
+  const char* data;
+  size_t size;
+};
+
+const DashboardFile* FindDashboardFile(std::string_view path) {
+  static const DashboardFile kFiles[] = {
+      {"/", "text/html; charset=utf-8",
+       reinterpret_cast<const char*>(kDashboardHtml), kDashboardHtmlSize},
+      {"/dashboard.js", "text/javascript; charset=utf-8",
+       reinterpret_cast<const char*>(kDashboardJs), kDashboardJsSize},
+      {"/dashboard.css", "text/css; charset=utf-8",
+       reinterpret_cast<const char*>(kDashboardCss), kDashboardCssSize},
+  };
+  for (const DashboardFile& file : kFiles) {
+    if (file.path == path) return &file;
+  }
+  return nullptr;
+}
+
+// The dashboard's CSP: its own script and style only, no inline code, no
+// frame may hold it, nothing fetched from elsewhere.
+constexpr const char* kDashboardPolicy =
+    "default-src 'none'; script-src 'self'; style-src 'self'; "
+    "connect-src 'self'; img-src 'self' data:; base-uri 'none'; "
+    "form-action 'none'; frame-ancestors 'none'";
+
+// On every response: no sniffing a JSON error into HTML, no framing, no
+// Referer carrying a URL elsewhere, and a CSP that lets an API response
+// run nothing if a browser is ever tricked into rendering one.
+constexpr std::string_view kSecurityHeaders =
+    "X-Content-Type-Options: nosniff\r\n"
+    "X-Frame-Options: DENY\r\n"
+    "Referrer-Policy: no-referrer\r\n";
+constexpr std::string_view kApiPolicy =
+    "Content-Security-Policy: default-src 'none'; frame-ancestors 'none'\r\n";
 
 // Posts spool's callbacks into the io loop.
 class IoExecutor final : public Executor {
@@ -205,9 +247,9 @@ class EventHub {
 
 class ServerImpl final : public HttpServer {
  public:
-  ServerImpl(ServerOptions options, std::string token)
+  ServerImpl(ServerOptions options, RequestGuard guard)
       : options_(std::move(options)),
-        token_(std::move(token)),
+        guard_(std::move(guard)),
         io_(std::make_shared<asio::io_context>(options_.threads)),
         work_(asio::make_work_guard(*io_)),
         acceptor_(asio::make_strand(*io_)),
@@ -235,7 +277,7 @@ class ServerImpl final : public HttpServer {
   Runtime* runtime() const { return runtime_.load(); }
   bool stopping() const { return stopping_.load(); }
   EventHub& hub() { return hub_; }
-  const std::string& token() const { return token_; }
+  const RequestGuard& guard() const { return guard_; }
   void Register(Connection* c, const std::shared_ptr<Connection>& shared) {
     std::lock_guard<std::mutex> lock(connections_mutex_);
     connections_[c] = shared;
@@ -264,7 +306,7 @@ class ServerImpl final : public HttpServer {
   std::vector<std::shared_ptr<Connection>> Connections();
 
   const ServerOptions options_;
-  const std::string token_;
+  const RequestGuard guard_;
   std::shared_ptr<asio::io_context> io_;
   asio::executor_work_guard<asio::io_context::executor_type> work_;
   tcp::acceptor acceptor_;
@@ -319,6 +361,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   void ReadHeader() {
     if (closed_) return;
+    head_ = false;
     if (server_->stopping()) return DoClose();
     parser_.emplace();
     parser_->header_limit(16 * 1024);
@@ -462,6 +505,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     std::string_view body = external ? *external : std::string_view(out_body_);
     out_keep_ = std::move(keep);
     FormatHead(res, body.size(), keep_open, &out_head_);
+    if (head_) body = {};  // HEAD: the length of the body a GET would get
     std::array<asio::const_buffer, 2> buffers{
         asio::buffer(out_head_), asio::buffer(body.data(), body.size())};
     stream_.expires_after(server_->options().write_timeout);
@@ -512,6 +556,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
       out->append(value.data(), value.size());
       out->append("\r\n");
     }
+    out->append(kSecurityHeaders.data(), kSecurityHeaders.size());
+    if (res.find("Content-Security-Policy") == res.end())
+      out->append(kApiPolicy.data(), kApiPolicy.size());
     out->append("Content-Length: ");
     out->append(std::to_string(body_size));
     out->append("\r\n");
@@ -539,6 +586,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // ---- Routes ----
 
   void Dispatch(Request req);
+  // The answer to a request its Authorization does not allow (401, or 403
+  // for a POST with the read token or with no token configured); nothing
+  // when it may go on.
+  std::optional<Response> Refuse(const Request& req, bool post) const;
+  // GET /metrics: spool's statistics and the server's own, for Prometheus.
+  Response Metrics(Runtime* runtime) const;
   void Enqueue(Runtime* runtime, const Request& req);
   void EnqueueBatch(Runtime* runtime, const Request& req);
   void StartEvents(Runtime* runtime, std::string_view query,
@@ -607,6 +660,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
   bool keep_alive_ = true;
   unsigned version_ = 11;
+  // The request in flight is a HEAD: its response carries no body.
+  bool head_ = false;
   // A request was read and is not answered yet (counted in in_flight).
   bool busy_ = false;
   bool closed_ = false;
@@ -748,17 +803,40 @@ void Connection::Dispatch(Request req) {
     Write(std::move(res));
   };
 
-  // Unauthenticated, and before the runtime is attached.
+  head_ = method == bhttp::verb::head;
+  bool health = seg.size() == 1 && (seg[0] == "healthz" || seg[0] == "readyz");
+  // Health checks answer whatever Host a prober sends; nothing else does,
+  // so that a name rebound to this address reaches nothing from a browser.
+  if (!health) {
+    if (req.count(bhttp::field::host) > 1) {
+      return Write(Error(bhttp::status::bad_request, "bad_request",
+                         "more than one Host header", version));
+    }
+    auto host = req[bhttp::field::host];
+    bool missing = host.empty() && version < 11;  // HTTP/1.0 may omit it
+    if (!missing && !server_->guard().HostAllowed(
+                        std::string_view(host.data(), host.size()))) {
+      return Write(Error(bhttp::status::misdirected_request,
+                         "misdirected_request",
+                         "spoold does not answer to Host \"" +
+                             std::string(host.substr(0, 256)) +
+                             "\"; add the name to server.allowed_hosts",
+                         version));
+    }
+  }
   if (seg.size() == 1 && seg[0] == "healthz") {
     if (!get) return method_not_allowed("GET");
     return Write(Json(bhttp::status::ok, "{\"status\":\"ok\"}", version));
   }
-  if (seg.empty()) {
+  // The dashboard's files hold no data: a browser fetches them before it
+  // has a token to send. Everything they show comes from guarded routes.
+  if (const DashboardFile* file = FindDashboardFile(path)) {
     if (!get) return method_not_allowed("GET");
     Response res(bhttp::status::ok, version);
-    res.set(bhttp::field::content_type, "text/html; charset=utf-8");
-    res.body().assign(reinterpret_cast<const char*>(kDashboardHtml),
-                      kDashboardHtmlSize);
+    res.set(bhttp::field::content_type, file->content_type);
+    res.set(bhttp::field::cache_control, "no-cache");
+    res.set("Content-Security-Policy", kDashboardPolicy);
+    res.body().assign(file->data, file->size);
     return Write(std::move(res));
   }
   Runtime* runtime = server_->runtime();
@@ -775,35 +853,12 @@ void Connection::Dispatch(Request req) {
     if (!get) return method_not_allowed("GET");
     return Write(Json(bhttp::status::ok, "{\"status\":\"ready\"}", version));
   }
+  if (std::optional<Response> refused = Refuse(req, post)) {
+    return Write(std::move(*refused));
+  }
   if (seg.size() == 1 && seg[0] == "metrics") {
     if (!get) return method_not_allowed("GET");
-    std::string body = FormatPrometheus(runtime->GetStatistics());
-    body +=
-        "# HELP spoold_http_requests_total HTTP requests read since start.\n"
-        "# TYPE spoold_http_requests_total counter\n"
-        "spoold_http_requests_total " +
-        std::to_string(server_->requests.load()) +
-        "\n# HELP spoold_http_connections Connections open now, event streams "
-        "included.\n"
-        "# TYPE spoold_http_connections gauge\n"
-        "spoold_http_connections " +
-        std::to_string(server_->connection_count()) +
-        "\n# HELP spoold_event_streams Event streams (GET /v1/events) open "
-        "now.\n"
-        "# TYPE spoold_event_streams gauge\n"
-        "spoold_event_streams " +
-        std::to_string(server_->hub().streams()) +
-        "\n# HELP spoold_http_rejected_connections_total Connections refused "
-        "past "
-        "max_connections.\n"
-        "# TYPE spoold_http_rejected_connections_total counter\n"
-        "spoold_http_rejected_connections_total " +
-        std::to_string(server_->rejected_connections.load()) + "\n";
-    Response res(bhttp::status::ok, version);
-    res.set(bhttp::field::content_type,
-            "text/plain; version=0.0.4; charset=utf-8");
-    res.body() = std::move(body);
-    return Write(std::move(res));
+    return Write(Metrics(runtime));
   }
   if (seg.empty() || seg[0] != "v1") {
     return Write(Error(bhttp::status::not_found, "not_found",
@@ -812,25 +867,6 @@ void Connection::Dispatch(Request req) {
   if (!get && !post)
     return method_not_allowed(
         seg.size() == 2 && seg[1] == "tasks" ? "GET, POST" : "GET or POST");
-  if (post) {
-    // Every mutation needs the bearer token.
-    if (server_->token().empty()) {
-      return Write(Error(
-          bhttp::status::forbidden, "forbidden",
-          "mutations are disabled: spoold has no server.token_file", version));
-    }
-    auto auth = req[bhttp::field::authorization];
-    if (!BearerMatches(std::string_view(auth.data(), auth.size()),
-                       server_->token())) {
-      Response res =
-          Error(bhttp::status::unauthorized, "unauthorized",
-                "this request needs Authorization: Bearer <token from "
-                "server.token_file>",
-                version);
-      res.set(bhttp::field::www_authenticate, "Bearer");
-      return Write(std::move(res));
-    }
-  }
   std::string_view body(req.body());
   auto bad = [&](const Status& s) { Write(ErrorFor(s)); };
   auto id_at = [&](size_t i) { return ParseId(seg[i]); };
@@ -922,11 +958,72 @@ void Connection::Dispatch(Request req) {
                       version));
   }
   if (seg.size() == 2 && seg[1] == "events") {
-    if (!get) return method_not_allowed("GET");
+    if (method != bhttp::verb::get) return method_not_allowed("GET");
     return StartEvents(runtime, query, req);
   }
   Write(Error(bhttp::status::not_found, "not_found",
               "no such path: " + std::string(path), version));
+}
+
+std::optional<Response> Connection::Refuse(const Request& req,
+                                           bool post) const {
+  const RequestGuard& guard = server_->guard();
+  if (post && !guard.writable()) {
+    return Error(bhttp::status::forbidden, "forbidden",
+                 "mutations are disabled: spoold has no server.token_file",
+                 version_);
+  }
+  if (!guard.locked()) return std::nullopt;  // loopback only (Create)
+  auto auth = req[bhttp::field::authorization];
+  Caller caller = guard.Identify(std::string_view(auth.data(), auth.size()));
+  if (caller == Caller::kWriter || (caller == Caller::kReader && !post))
+    return std::nullopt;
+  if (caller == Caller::kReader) {
+    return Error(bhttp::status::forbidden, "forbidden",
+                 "the read-only token (server.read_token_file) cannot "
+                 "change anything; this request needs the token from "
+                 "server.token_file",
+                 version_);
+  }
+  Response res = Error(
+      bhttp::status::unauthorized, "unauthorized",
+      post ? "this request needs Authorization: Bearer <token from "
+             "server.token_file>"
+           : "this request needs Authorization: Bearer <token from "
+             "server.token_file or server.read_token_file>",
+      version_);
+  res.set(bhttp::field::www_authenticate, "Bearer");
+  return res;
+}
+
+Response Connection::Metrics(Runtime* runtime) const {
+  std::string body = FormatPrometheus(runtime->GetStatistics());
+  body +=
+      "# HELP spoold_http_requests_total HTTP requests read since start.\n"
+      "# TYPE spoold_http_requests_total counter\n"
+      "spoold_http_requests_total " +
+      std::to_string(server_->requests.load()) +
+      "\n# HELP spoold_http_connections Connections open now, event streams "
+      "included.\n"
+      "# TYPE spoold_http_connections gauge\n"
+      "spoold_http_connections " +
+      std::to_string(server_->connection_count()) +
+      "\n# HELP spoold_event_streams Event streams (GET /v1/events) open "
+      "now.\n"
+      "# TYPE spoold_event_streams gauge\n"
+      "spoold_event_streams " +
+      std::to_string(server_->hub().streams()) +
+      "\n# HELP spoold_http_rejected_connections_total Connections refused "
+      "past "
+      "max_connections.\n"
+      "# TYPE spoold_http_rejected_connections_total counter\n"
+      "spoold_http_rejected_connections_total " +
+      std::to_string(server_->rejected_connections.load()) + "\n";
+  Response res(bhttp::status::ok, version_);
+  res.set(bhttp::field::content_type,
+          "text/plain; version=0.0.4; charset=utf-8");
+  res.body() = std::move(body);
+  return res;
 }
 
 void Connection::Enqueue(Runtime* runtime, const Request& req) {
@@ -1227,12 +1324,9 @@ Status ServerOptions::Validate() const {
 Status HttpServer::Create(ServerOptions options,
                           std::unique_ptr<HttpServer>* server) {
   if (Status s = options.Validate(); !s.ok()) return s;
-  std::string token;
-  if (!options.token_file.empty()) {
-    if (Status s = LoadBearerToken(options.token_file, &token); !s.ok())
-      return s;
-  }
-  *server = std::make_unique<ServerImpl>(std::move(options), std::move(token));
+  RequestGuard guard;
+  if (Status s = RequestGuard::Create(options, &guard); !s.ok()) return s;
+  *server = std::make_unique<ServerImpl>(std::move(options), std::move(guard));
   return Status::OK();
 }
 

@@ -82,11 +82,46 @@ Key StrKey(std::string name, std::string T::*field) {
   return key;
 }
 
+template <class T>
+Key BoolKey(std::string name, bool T::*field) {
+  Key key{std::move(name), Kind::kBool, 0, 0, nullptr, nullptr};
+  key.set = [field](void* target, int64_t, const std::string&, bool v,
+                    const std::vector<std::string>&) {
+    static_cast<T*>(target)->*field = v;
+  };
+  key.render = [field](const void* target) {
+    return std::string(static_cast<const T*>(target)->*field ? "true"
+                                                             : "false");
+  };
+  return key;
+}
+
+template <class T>
+Key StrListKey(std::string name, std::vector<std::string> T::*field) {
+  Key key{std::move(name), Kind::kStringList, 0, 0, nullptr, nullptr};
+  key.set = [field](void* target, int64_t, const std::string&, bool,
+                    const std::vector<std::string>& list) {
+    static_cast<T*>(target)->*field = list;
+  };
+  key.render = [field](const void* target) {
+    std::string out = "[";
+    for (const std::string& item : static_cast<const T*>(target)->*field) {
+      if (out.size() > 1) out += ", ";
+      out += Quote(item);
+    }
+    return out + "]";
+  };
+  return key;
+}
+
 const std::vector<Key>& ServerKeys() {
   static const auto* const keys = new std::vector<Key>{
       StrKey("listen", &ServerOptions::listen),
       IntKey("threads", &ServerOptions::threads, 1, 64),
       StrKey("token_file", &ServerOptions::token_file),
+      StrKey("read_token_file", &ServerOptions::read_token_file),
+      StrListKey("allowed_hosts", &ServerOptions::allowed_hosts),
+      BoolKey("allow_insecure", &ServerOptions::allow_insecure),
       IntKey("max_body_bytes", &ServerOptions::max_body_bytes, 1,
              int64_t{1} << 30),
       IntKey("max_connections", &ServerOptions::max_connections, 1, 1'000'000),
@@ -107,16 +142,7 @@ const std::vector<Key>& ServerKeys() {
 const std::vector<Key>& HandlerKeys() {
   static const auto* const keys = [] {
     auto* v = new std::vector<Key>;
-    Key enabled{"enabled", Kind::kBool, 0, 0, nullptr, nullptr};
-    enabled.set = [](void* t, int64_t, const std::string&, bool b,
-                     const std::vector<std::string>&) {
-      static_cast<HandlerSettings*>(t)->enabled = b;
-    };
-    enabled.render = [](const void* t) {
-      return std::string(
-          static_cast<const HandlerSettings*>(t)->enabled ? "true" : "false");
-    };
-    v->push_back(enabled);
+    v->push_back(BoolKey("enabled", &HandlerSettings::enabled));
     Key attempts{"max_attempts", Kind::kInteger, 1,
                  1'000'000,      nullptr,        nullptr};
     attempts.set = [](void* t, int64_t i, const std::string&, bool,
@@ -141,21 +167,7 @@ const std::vector<Key>& HandlerKeys() {
 const std::vector<Key>& HttpPostKeys() {
   static const auto* const keys = [] {
     auto* v = new std::vector<Key>;
-    Key allow{"allow", Kind::kStringList, 0, 0, nullptr, nullptr};
-    allow.set = [](void* t, int64_t, const std::string&, bool,
-                   const std::vector<std::string>& list) {
-      static_cast<HttpPostOptions*>(t)->allow = list;
-    };
-    allow.render = [](const void* t) {
-      std::string out = "[";
-      for (const std::string& p :
-           static_cast<const HttpPostOptions*>(t)->allow) {
-        if (out.size() > 1) out += ", ";
-        out += Quote(p);
-      }
-      return out + "]";
-    };
-    v->push_back(allow);
+    v->push_back(StrListKey("allow", &HttpPostOptions::allow));
     v->push_back(StrKey("url", &HttpPostOptions::url));
     v->push_back(StrKey("content_type", &HttpPostOptions::content_type));
     v->push_back(MsKey("connect_timeout_ms", &HttpPostOptions::connect_timeout,

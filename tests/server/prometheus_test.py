@@ -56,7 +56,10 @@ class PrometheusTest(unittest.TestCase):
         with open(config, "w") as f:
             f.write("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
                     "scrape_configs:\n  - job_name: spoold\n"
-                    "    static_configs:\n      - targets: ['127.0.0.1:%d']\n" % self.server.port)
+                    "    authorization:\n      type: Bearer\n"
+                    "      credentials_file: %s\n"
+                    "    static_configs:\n      - targets: ['127.0.0.1:%d']\n"
+                    % (os.path.join(self.dir, "read_token"), self.server.port))
         type(self).log = open(os.path.join(self.dir, "prometheus.log"), "wb")
         type(self).prometheus = subprocess.Popen(
             [PROMETHEUS, "--config.file=" + config,

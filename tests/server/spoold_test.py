@@ -25,6 +25,7 @@ import unittest
 
 SPOOLD = None
 TOKEN = "t0k3n-" + "ab" * 16
+READ_TOKEN = "r3ad-" + "cd" * 16
 
 
 def free_port():
@@ -71,11 +72,13 @@ class Hook(http.server.BaseHTTPRequestHandler):
 
 
 def write_token(directory):
-    """DIRECTORY/token holding TOKEN, mode 0600 as spoold demands."""
-    path = os.path.join(directory, "token")
-    with open(path, "w") as f:
-        f.write(TOKEN + "\n")
-    os.chmod(path, 0o600)
+    """DIRECTORY/token holding TOKEN and DIRECTORY/read_token holding
+    READ_TOKEN, mode 0600 as spoold demands."""
+    for name, token in (("token", TOKEN), ("read_token", READ_TOKEN)):
+        path = os.path.join(directory, name)
+        with open(path, "w") as f:
+            f.write(token + "\n")
+        os.chmod(path, 0o600)
 
 
 def wait_for(predicate, timeout, what):
@@ -100,6 +103,7 @@ class Spoold:
                 "--set", "storage.path=" + os.path.join(self.directory, "data"),
                 "--set", "server.listen=127.0.0.1:%d" % self.port,
                 "--set", "server.token_file=" + os.path.join(self.directory, "token"),
+                "--set", "server.read_token_file=" + os.path.join(self.directory, "read_token"),
                 "--set", "server.max_body_bytes=4096",
                 "--set", "server.max_connections=16",
                 "--set", "server.header_timeout_ms=800",
@@ -377,6 +381,7 @@ class SpooldTest(unittest.TestCase):
     def test_05_events(self):
         s = self.server
         args = ["curl", "-s", "-N", "--max-time", "20",
+                "-H", "Authorization: Bearer " + READ_TOKEN,
                 "http://127.0.0.1:%d/v1/events" % s.port]
         stream = subprocess.Popen(args, stdout=subprocess.PIPE)
         lines = []
@@ -411,13 +416,13 @@ class SpooldTest(unittest.TestCase):
         # Resume: the events after a Last-Event-ID come again.
         ids = [l[4:] for l in lines if l.startswith("id: ")]
         task_ids = [lines[i - 1][4:] for i, l in enumerate(lines) if l == "event: task"]
-        out = subprocess.run(["curl", "-s", "-N", "--max-time", "2", "-H",
+        out = subprocess.run(["curl", "-s", "-N", "-H", "Authorization: Bearer " + READ_TOKEN, "--max-time", "2", "-H",
                               "Last-Event-ID: " + task_ids[0],
                               "http://127.0.0.1:%d/v1/events" % s.port],
                              capture_output=True, timeout=10).stdout.decode()
         self.assertIn("id: " + task_ids[1] + "\nevent: task", out)
         self.assertNotIn("id: " + task_ids[0] + "\nevent: task", out)
-        out = subprocess.run(["curl", "-s", "-N", "--max-time", "2", "-H",
+        out = subprocess.run(["curl", "-s", "-N", "-H", "Authorization: Bearer " + READ_TOKEN, "--max-time", "2", "-H",
                               "Last-Event-ID: 00000000-5",
                               "http://127.0.0.1:%d/v1/events" % s.port],
                              capture_output=True, timeout=10).stdout.decode()
@@ -425,7 +430,7 @@ class SpooldTest(unittest.TestCase):
         self.assertTrue(ids)
         # A live task and a live listing.
         task = self.enqueue({"type": "sleep", "payload": "300"})
-        out = subprocess.run(["curl", "-s", "-N", "--max-time", "3",
+        out = subprocess.run(["curl", "-s", "-N", "-H", "Authorization: Bearer " + READ_TOKEN, "--max-time", "3",
                               "http://127.0.0.1:%d/v1/events?task=%d&status=running&type=sleep"
                               % (s.port, task)],
                              capture_output=True, timeout=10).stdout.decode()

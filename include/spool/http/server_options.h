@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #include <spool/status.h>
 
@@ -27,9 +28,27 @@ struct ServerOptions {
   int threads = 1;
 
   // A file holding the bearer token that mutations (every POST) need, on
-  // its first line. Must not be readable by group or others. Empty: no
-  // token, and every mutation is refused with 403. Default: empty.
+  // its first line; it opens every read too. Must not be readable by group
+  // or others. Empty: no token, and every mutation is refused with 403.
+  // Default: empty.
   std::string token_file;
+
+  // A file holding a second, read-only token, for dashboards and
+  // Prometheus: it opens every GET, no POST. Same rules as token_file.
+  // When either token is set, every request but /healthz, /readyz and the
+  // dashboard's static files needs one of them. Default: empty.
+  std::string read_token_file;
+
+  // Host names (of the Host header, without the port) requests may name,
+  // beyond the loopback names and the listen address, which are always
+  // accepted. Any other Host is answered 421, so that a DNS name an
+  // attacker rebinds to this address does not reach spoold from a
+  // browser. Default: none.
+  std::vector<std::string> allowed_hosts;
+
+  // spoold serves plain HTTP only. A listen address beyond loopback is
+  // refused unless this is set (and token_file is). Default: false.
+  bool allow_insecure = false;
 
   // The largest request body accepted; a larger one gets 413. Default:
   // 1 MiB + 64 KiB (a maximal payload and its JSON envelope).

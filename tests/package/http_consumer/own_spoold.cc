@@ -86,13 +86,13 @@ int main(int argc, char** argv) {
 
   std::string ready =
       Ask(server->port(),
-          "GET /readyz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+          "GET /readyz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
   if (ready.rfind("HTTP/1.1 200", 0) != 0) return Fail("readyz", ready);
   std::printf("readyz 200\n");
   // No token file: a mutation is refused, as documented.
   std::string post =
       Ask(server->port(),
-          "POST /v1/tasks HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+          "POST /v1/tasks HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
           "Content-Length: 15\r\n\r\n{\"type\":\"mine\"}");
   if (post.rfind("HTTP/1.1 403", 0) != 0) return Fail("post", post);
   spool::Result<spool::TaskId> id = runtime->Enqueue("mine", "").stored.Wait();
@@ -101,7 +101,7 @@ int main(int argc, char** argv) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   std::string task = Ask(
       server->port(), "GET /v1/tasks/" + std::to_string(*id) +
-                          " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+                          " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
   server->Stop();
   spool::Result<void> closed = runtime->Close().Wait();
   server.reset();
