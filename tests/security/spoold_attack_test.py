@@ -1,0 +1,199 @@
+#!/usr/bin/env python3
+"""Attacks on spoold's HTTP doors (issue 27, docs/security.md): the real
+spoold, curl and raw sockets. Each attack asserts that it failed and that
+spoold still serves with nothing lost.
+
+  spoold_attack_test.py SPOOLD [unittest args]
+
+Every wait is bounded; about 15 s.
+"""
+
+import base64
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "server"))
+import spoold_test  # noqa: E402
+from spoold_test import (READ_TOKEN, TOKEN, Spoold, curl, free_port,  # noqa: E402
+                         wait_for, write_token)
+
+READS = ["/v1/tasks", "/v1/counts", "/v1/tasks/1", "/v1/tasks/1/history",
+         "/metrics", "/v1/events"]
+
+
+def raw(port, request, timeout=5):
+    """The bytes spoold answers to `request`, sent as is on a new socket."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+        s.sendall(request)
+        out = b""
+        try:
+            while True:
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                out += chunk
+        except socket.timeout:
+            pass
+        return out
+
+
+def head_of(response):
+    """(status code, {lower-case field: value}) of raw response bytes."""
+    head = response.split(b"\r\n\r\n", 1)[0].decode("latin-1").split("\r\n")
+    fields = {}
+    for line in head[1:]:
+        name, _, value = line.partition(":")
+        fields[name.strip().lower()] = value.strip()
+    return int(head[0].split()[1]), fields
+
+
+class SpooldAttackTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="spoold-attack-")
+        write_token(cls.dir)
+        cls.server = Spoold(cls.dir, free_port(), free_port())
+        cls.server.start()
+        code, body = curl(cls.server, "/v1/tasks", "POST",
+                          {"type": "noop", "payload": "before the attacks"})
+        assert code == 201, body
+        cls.first = body["id"]
+
+    @classmethod
+    def tearDownClass(cls):
+        if cls.server.process.poll() is None:
+            cls.server.stop(signal.SIGKILL)
+        shutil.rmtree(cls.dir, ignore_errors=True)
+
+    def tearDown(self):
+        # Whatever the attack, spoold serves and the first task is there.
+        self.assertIsNone(self.server.process.poll(), "spoold died")
+        code, body = curl(self.server, "/v1/tasks/%d" % self.first)
+        self.assertEqual(code, 200, body)
+        self.assertEqual(base64.b64decode(body["payload_base64"]), b"before the attacks")
+
+    def test_reads_need_a_token(self):
+        for path in READS:
+            for token in (None, "not-the-token-at-all-0000"):
+                code, body = curl(self.server, path, token=token, timeout=3)
+                self.assertEqual(code, 401, (path, token, body))
+        # Health checks stay open.
+        self.assertEqual(curl(self.server, "/healthz", token=None)[0], 200)
+        self.assertEqual(curl(self.server, "/readyz", token=None)[0], 200)
+
+    def test_the_read_token_reads_and_cannot_write(self):
+        code, body = curl(self.server, "/v1/counts", token=READ_TOKEN)
+        self.assertEqual(code, 200, body)
+        code, body = curl(self.server, "/metrics", token=READ_TOKEN)
+        self.assertEqual(code, 200)
+        for path, payload in (("/v1/tasks", {"type": "noop", "payload": "x"}),
+                              ("/v1/tasks/%d/cancel" % self.first, None),
+                              ("/v1/purge", {})):
+            code, body = curl(self.server, path, "POST", payload, token=READ_TOKEN)
+            self.assertEqual(code, 403, (path, body))
+            self.assertIn("read-only token", body["error"]["message"])
+
+    def test_a_foreign_host_is_misdirected(self):
+        for host in ("rebind.example", "rebind.example:%d" % self.server.port,
+                     "127.0.0.1.rebind.example", "localhost.:80", "[::2]"):
+            code, body = curl(self.server, "/v1/counts", headers=["Host: " + host])
+            self.assertEqual(code, 421, (host, body))
+        # The dashboard is not served under a foreign name either.
+        code, _ = curl(self.server, "/", token=None, headers=["Host: rebind.example"])
+        self.assertEqual(code, 421)
+        for host in ("localhost:%d" % self.server.port, "127.0.0.1", "[::1]:1"):
+            code, body = curl(self.server, "/v1/counts", headers=["Host: " + host])
+            self.assertEqual(code, 200, (host, body))
+        answer = raw(self.server.port,
+                     b"GET /v1/counts HTTP/1.1\r\nHost: 127.0.0.1\r\nHost: rebind.example\r\n"
+                     b"Authorization: Bearer " + TOKEN.encode() + b"\r\nConnection: close\r\n\r\n")
+        self.assertEqual(head_of(answer)[0], 400)
+        answer = raw(self.server.port,
+                     b"GET /v1/counts HTTP/1.1\r\nAuthorization: Bearer " + TOKEN.encode() +
+                     b"\r\nConnection: close\r\n\r\n")
+        self.assertEqual(head_of(answer)[0], 421, "HTTP/1.1 without Host")
+
+    def test_security_headers(self):
+        answer = raw(self.server.port,
+                     b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        code, fields = head_of(answer)
+        self.assertEqual(code, 200)
+        policy = fields["content-security-policy"]
+        self.assertNotIn("unsafe-inline", policy)
+        self.assertIn("frame-ancestors 'none'", policy)
+        self.assertIn("script-src 'self'", policy)
+        self.assertEqual(fields["x-frame-options"], "DENY")
+        self.assertEqual(fields["x-content-type-options"], "nosniff")
+        self.assertEqual(fields["referrer-policy"], "no-referrer")
+        self.assertNotIn(b"<script>", answer)
+        self.assertNotIn(b"style=", answer)
+        for path in (b"/dashboard.js", b"/dashboard.css", b"/v1/counts", b"/nowhere"):
+            answer = raw(self.server.port,
+                         b"GET " + path + b" HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " +
+                         TOKEN.encode() + b"\r\nConnection: close\r\n\r\n")
+            code, fields = head_of(answer)
+            self.assertEqual(fields["x-content-type-options"], "nosniff", path)
+            self.assertIn("frame-ancestors 'none'", fields["content-security-policy"], path)
+
+    def test_head_sends_no_body(self):
+        answer = raw(self.server.port,
+                     b"HEAD /v1/counts HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " +
+                     TOKEN.encode() + b"\r\nConnection: close\r\n\r\n")
+        code, fields = head_of(answer)
+        self.assertEqual(code, 200)
+        self.assertGreater(int(fields["content-length"]), 0)
+        self.assertEqual(answer.split(b"\r\n\r\n", 1)[1], b"")
+
+    def test_deep_json_is_refused_while_parsing(self):
+        deep = b'{"type":"noop","payload":' + b"[" * 100000 + b"]" * 100000 + b"}"
+        server = Spoold(self.dir + "-deep", free_port(), free_port(),
+                        settings=["server.max_body_bytes=400000"])
+        os.makedirs(server.directory, exist_ok=True)
+        write_token(server.directory)
+        server.start()
+        try:
+            for body in (deep, b'{"type":"noop","payload":' + b"[" * 65 + b"]" * 65 + b"}",
+                         b'{"type":"noop","payload":1e999}'):
+                code, answer = curl(server, "/v1/tasks", "POST", body)
+                self.assertEqual(code, 400, answer)
+            code, answer = curl(server, "/v1/tasks", "POST",
+                                b'{"type":"noop","payload":' + b"[" * 60 + b"]" * 60 + b"}")
+            self.assertEqual(code, 201, answer)
+            self.assertIsNone(server.process.poll(), "spoold died")
+        finally:
+            server.stop(signal.SIGKILL)
+            shutil.rmtree(server.directory, ignore_errors=True)
+
+    def test_durations_cannot_overflow(self):
+        for path, body in (("/v1/purge", {"older_than_ms": 2 ** 63 - 1}),
+                           ("/v1/tasks", {"type": "noop", "payload": "x",
+                                          "delay_ms": 2 ** 62}),
+                           ("/v1/tasks", {"type": "noop", "payload": "x",
+                                          "timeout_ms": 2 ** 62})):
+            code, answer = curl(self.server, path, "POST", body)
+            self.assertEqual(code, 400, (path, answer))
+            self.assertIn("kMaxDelay", answer["error"]["message"])
+
+    def test_beyond_loopback_needs_a_token_and_allow_insecure(self):
+        base = [spoold_test.SPOOLD, "--set", "storage.path=" + os.path.join(self.dir, "beyond"),
+                "--set", "server.listen=0.0.0.0:%d" % free_port()]
+        token = ["--set", "server.token_file=" + os.path.join(self.dir, "token")]
+        for args, key in ((base, "server.token_file"),
+                          (base + token, "server.allow_insecure")):
+            out = subprocess.run(args, capture_output=True, timeout=20)
+            self.assertNotEqual(out.returncode, 0)
+            text = (out.stdout + out.stderr).decode()
+            self.assertIn("beyond loopback", text)
+            self.assertIn(key, text)
+
+
+if __name__ == "__main__":
+    spoold_test.SPOOLD = sys.argv.pop(1)
+    unittest.main(verbosity=2)
