@@ -39,23 +39,30 @@ namespace {
 
 std::atomic<bool> g_stop{false};
 
-void OnSignal(int) { g_stop.store(true); }
-
 struct Args {
   spool::RemoteWorkerOptions options;
   std::vector<std::string> types{"noop", "sleep"};
   std::string config;
   std::string log;
+  std::chrono::milliseconds close_timeout{10000};
 };
 
+// Writes `text` to stderr in one piece, so that no log line cuts into it.
+void Say(const std::string& text) {
+  std::string line = "spool-worker: " + text + "\n";
+  ssize_t n = ::write(STDERR_FILENO, line.data(), line.size());
+  (void)n;
+}
+
 int Usage(const std::string& why) {
-  std::cerr << "spool-worker: " << why
-            << "\nusage: spool-worker --connect HOST:PORT --secret-file F "
+  std::cerr << "spool-worker: " + why +
+                   "\nusage: spool-worker --connect HOST:PORT --secret-file F "
                "[--types noop,sleep,http.post] [--concurrency N] "
                "[--node NAME] [--config FILE] [--log FILE] "
-               "[--reconnect-max-ms M]\n"
+               "[--reconnect-max-ms M] [--close-timeout-ms M]\n"
                "  --config: spoold's TOML file; http.post needs its "
-               "[handlers.\"http.post\"] allow\n";
+               "[handlers.\"http.post\"] allow\n"
+            << std::flush;
   return 2;
 }
 
@@ -105,6 +112,11 @@ std::string Parse(int argc, char** argv, Args* args) {
       std::string bad = ParseInteger(flag, value, 1, 600000, &n);
       if (!bad.empty()) return bad;
       args->options.reconnect_max = std::chrono::milliseconds(n);
+    } else if (flag == "--close-timeout-ms") {
+      long n = 0;
+      std::string bad = ParseInteger(flag, value, 0, 3'600'000, &n);
+      if (!bad.empty()) return bad;
+      args->close_timeout = std::chrono::milliseconds(n);
     } else if (flag == "--node") {
       args->options.node = value;
     } else if (flag == "--config") {
@@ -170,12 +182,41 @@ spool::Result<spool::http::BuiltinHandler> HttpPost(
                                          handlers);
 }
 
+// SIGINT and SIGTERM, blocked in every thread (those CAF starts later
+// inherit the mask) and taken by one thread of their own: it sets g_stop,
+// which main's loop polls, and gives the whole shutdown the close timeout
+// and a second. Close waits for handlers that see TaskContext::stopping
+// and for CAF's connection to the gateway, which a blocking connect may
+// hold while the gateway is unreachable or silent; and Connect itself may
+// take connect_timeout. Past the bound, the process exits. Nothing is
+// lost: the gateway settles the attempts still leased here as interrupted
+// when their leases run out.
+void WatchStopSignals(std::chrono::milliseconds close_timeout) {
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  std::thread([stop_signals, close_timeout] {
+    int received = 0;
+    while (sigwait(&stop_signals, &received) != 0) {
+    }
+    g_stop.store(true);
+    std::this_thread::sleep_for(close_timeout + std::chrono::seconds(1));
+    Say("closing took over --close-timeout-ms (" +
+        std::to_string(close_timeout.count()) +
+        " ms); exiting, the gateway runs the leased tasks again");
+    std::_Exit(1);
+  }).detach();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   Args args;
   std::string error = Parse(argc, argv, &args);
   if (!error.empty()) return Usage(error);
+  WatchStopSignals(args.close_timeout);
   int log_fd = -1;
   if (!args.log.empty()) {
     log_fd = ::open(args.log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
@@ -227,23 +268,21 @@ int main(int argc, char** argv) {
                                 std::move(handler_options));
     if (!s.ok()) return Usage(s.ToString());
   }
-  ::signal(SIGINT, OnSignal);
-  ::signal(SIGTERM, OnSignal);
   s = worker->Connect();
   if (s.IsInvalidArgument()) {
-    std::cerr << "spool-worker: " << s.ToString() << std::endl;
+    Say(s.ToString());
     // Refused: nothing runs and nothing is owed, so exit at once rather
     // than through Close (which once hung here under load; see the report
     // of issue 12).
     std::_Exit(3);
   }
-  if (!s.ok()) std::cerr << "spool-worker: " << s.ToString() << "\n";
+  if (!s.ok()) Say(s.ToString());
   std::cout << "spool-worker: connected to " << args.options.connect
             << std::endl;
   while (!g_stop.load()) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  s = worker->Close();
+  s = worker->Close(args.close_timeout);
   std::cout << "spool-worker: finished=" << worker->finished()
             << " reconnects=" << worker->reconnects() << std::endl;
   if (log_fd >= 0) ::close(log_fd);

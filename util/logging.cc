@@ -1,5 +1,8 @@
 #include "util/logging.h"
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <map>
 #include <mutex>
 #include <string>
@@ -7,7 +10,6 @@
 #include <vector>
 
 #include <spdlog/sinks/base_sink.h>
-#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 namespace spool {
@@ -63,6 +65,28 @@ class ForwardingSink final : public spdlog::sinks::base_sink<std::mutex> {
   std::map<uint64_t, LogSink> sinks_;
 };
 
+// Writes each formatted line to stderr with one write(2), so that lines
+// from other writers of the same file (another process, a library's own
+// logger, std::cerr) never cut into one: spdlog's color sink writes a line
+// in up to five pieces.
+class StderrLineSink final : public spdlog::sinks::base_sink<std::mutex> {
+ protected:
+  void sink_it_(const spdlog::details::log_msg& msg) override {
+    spdlog::memory_buf_t line;
+    formatter_->format(msg, line);
+    const char* data = line.data();
+    size_t left = line.size();
+    while (left > 0) {
+      ssize_t n = ::write(STDERR_FILENO, data, left);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return;  // nowhere to report a failing stderr
+      data += n;
+      left -= static_cast<size_t>(n);
+    }
+  }
+  void flush_() override {}
+};
+
 struct LoggerState {
   std::shared_ptr<spdlog::logger> logger;
   std::shared_ptr<ForwardingSink> forward = std::make_shared<ForwardingSink>();
@@ -76,7 +100,9 @@ LoggerState& State() {
     auto* s = new LoggerState;
     s->logger = spdlog::get("spool");
     if (!s->logger) {
-      s->logger = spdlog::stderr_color_mt("spool");
+      s->logger = std::make_shared<spdlog::logger>(
+          "spool", std::make_shared<StderrLineSink>());
+      spdlog::register_logger(s->logger);
       s->logger->set_level(spdlog::level::warn);
     }
     s->logger->sinks().push_back(s->forward);
