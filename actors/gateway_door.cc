@@ -104,8 +104,8 @@ class GatewayDoor final : public NetworkFacing<caf::event_based_actor> {
     // The nonce is used up whatever the proof says: a hello is never
     // checked twice against one nonce.
     auto it = pending_.find(hello.door_nonce);
-    bool fresh = it != pending_.end() &&
-                 it->second > std::chrono::steady_clock::now();
+    bool fresh =
+        it != pending_.end() && it->second > std::chrono::steady_clock::now();
     if (it != pending_.end()) pending_.erase(it);
     if (!fresh) {
       Refused("worker '" + hello.node +
@@ -127,10 +127,11 @@ class GatewayDoor final : public NetworkFacing<caf::event_based_actor> {
     auto promise = make_response_promise<RemoteWelcome>();
     request(gateway_, std::chrono::seconds(10), hello_atom::value,
             std::move(hello), std::move(peer))
-        .then([promise](RemoteWelcome& welcome) mutable {
-                promise.deliver(std::move(welcome));
-              },
-              [promise](caf::error& error) mutable { promise.deliver(error); });
+        .then(
+            [promise](RemoteWelcome& welcome) mutable {
+              promise.deliver(std::move(welcome));
+            },
+            [promise](caf::error& error) mutable { promise.deliver(error); });
     return promise;
   }
 

@@ -96,8 +96,9 @@ Status CheckHelloShape(const RemoteHello& hello) {
         "challenge first)");
   }
   if (hello.proof.size() != kProofHexBytes) {
-    return Status::InvalidArgument("refused: the hello's proof must be 64 hex "
-                                   "digits");
+    return Status::InvalidArgument(
+        "refused: the hello's proof must be 64 hex "
+        "digits");
   }
   if (hello.node.size() > kMaxNodeNameBytes) {
     return Status::InvalidArgument(
@@ -115,8 +116,7 @@ Status CheckHelloShape(const RemoteHello& hello) {
     }
   }
   if (hello.concurrency < 1 || hello.concurrency > 4096) {
-    return Status::InvalidArgument(
-        "refused: concurrency must be in [1, 4096]");
+    return Status::InvalidArgument("refused: concurrency must be in [1, 4096]");
   }
   return Status::OK();
 }

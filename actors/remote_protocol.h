@@ -30,8 +30,8 @@ namespace spool::actors {
 struct RemoteHello;
 
 // Size limits on what a peer sends before it is authenticated.
-inline constexpr size_t kNonceHexBytes = 64;   // 32 random bytes, hex
-inline constexpr size_t kProofHexBytes = 64;   // HMAC-SHA256, hex
+inline constexpr size_t kNonceHexBytes = 64;  // 32 random bytes, hex
+inline constexpr size_t kProofHexBytes = 64;  // HMAC-SHA256, hex
 inline constexpr size_t kMaxNodeNameBytes = 256;
 inline constexpr size_t kMaxHelloTypes = 1024;
 inline constexpr size_t kMaxHelloTypeBytes = 256;

@@ -57,11 +57,11 @@ void Say(const std::string& text) {
 int Usage(const std::string& why) {
   std::cerr << "spool-worker: " + why +
                    "\nusage: spool-worker --connect HOST:PORT --secret-file F "
-               "[--types noop,sleep,http.post] [--concurrency N] "
-               "[--node NAME] [--config FILE] [--log FILE] "
-               "[--reconnect-max-ms M] [--close-timeout-ms M]\n"
-               "  --config: spoold's TOML file; http.post needs its "
-               "[handlers.\"http.post\"] allow\n"
+                   "[--types noop,sleep,http.post] [--concurrency N] "
+                   "[--node NAME] [--config FILE] [--log FILE] "
+                   "[--reconnect-max-ms M] [--close-timeout-ms M]\n"
+                   "  --config: spoold's TOML file; http.post needs its "
+                   "[handlers.\"http.post\"] allow\n"
             << std::flush;
   return 2;
 }

@@ -310,8 +310,9 @@ void GiveUp(NodeSelf self, const std::string& why) {
 void SendHello(NodeSelf self, std::string door_nonce,
                std::string worker_nonce) {
   auto& st = self->state;
-  self->request(st.gateway, std::chrono::seconds(10), actors::hello_atom::value,
-                st.worker->Hello(std::move(door_nonce), std::move(worker_nonce)))
+  self->request(
+          st.gateway, std::chrono::seconds(10), actors::hello_atom::value,
+          st.worker->Hello(std::move(door_nonce), std::move(worker_nonce)))
       .then(
           [self](actors::RemoteWelcome& welcome) {
             auto& s = self->state;
@@ -493,8 +494,7 @@ void RemoteWorkerImpl::RunThread() {
       std::lock_guard<std::mutex> lock(mutex_);
       running_.erase(work.lease.lease);
     }
-    caf::anon_send(node_,
-                   node::Finished{work.session, std::move(outcome)});
+    caf::anon_send(node_, node::Finished{work.session, std::move(outcome)});
     finished_.fetch_add(1);
   }
 }

@@ -985,13 +985,13 @@ std::optional<Response> Connection::Refuse(const Request& req,
                  "server.token_file",
                  version_);
   }
-  Response res = Error(
-      bhttp::status::unauthorized, "unauthorized",
-      post ? "this request needs Authorization: Bearer <token from "
-             "server.token_file>"
-           : "this request needs Authorization: Bearer <token from "
-             "server.token_file or server.read_token_file>",
-      version_);
+  Response res =
+      Error(bhttp::status::unauthorized, "unauthorized",
+            post ? "this request needs Authorization: Bearer <token from "
+                   "server.token_file>"
+                 : "this request needs Authorization: Bearer <token from "
+                   "server.token_file or server.read_token_file>",
+            version_);
   res.set(bhttp::field::www_authenticate, "Bearer");
   return res;
 }

@@ -51,8 +51,7 @@ std::string HostName(std::string_view host_header) {
   return Lower(name);
 }
 
-Status RequestGuard::Create(const ServerOptions& options,
-                            RequestGuard* guard) {
+Status RequestGuard::Create(const ServerOptions& options, RequestGuard* guard) {
   RequestGuard built;
   std::string host = ListenHost(options.listen);
   if (!IsLoopbackHost(host)) {
@@ -72,13 +71,11 @@ Status RequestGuard::Create(const ServerOptions& options,
     }
   }
   if (!options.token_file.empty()) {
-    if (Status s = LoadBearerToken(options.token_file, &built.token_);
-        !s.ok())
+    if (Status s = LoadBearerToken(options.token_file, &built.token_); !s.ok())
       return s;
   }
   if (!options.read_token_file.empty()) {
-    if (Status s =
-            LoadBearerToken(options.read_token_file, &built.read_token_);
+    if (Status s = LoadBearerToken(options.read_token_file, &built.read_token_);
         !s.ok())
       return s;
     if (built.read_token_ == built.token_) {

@@ -320,8 +320,9 @@ TEST_F(RemoteTest, WorkerWithAWrongOrMissingSecretIsRefused) {
   std::string wrong = WriteSecret(dir_, "wrong", "not-the-secret-at-all-000");
   // Its stderr goes to a file, through a shell in front of the binary.
   std::string stderr_path = dir_.Sub("intruder.stderr");
-  auto refused = Worker("intruder", "noop", 1, wrong, {},
-                        {"/bin/sh", "-c", "exec \"$@\" 2>" + stderr_path, "sh"});
+  auto refused =
+      Worker("intruder", "noop", 1, wrong, {},
+             {"/bin/sh", "-c", "exec \"$@\" 2>" + stderr_path, "sh"});
   auto status = refused->Wait(std::chrono::seconds(15));
   ASSERT_TRUE(status.has_value());
   EXPECT_TRUE(WIFEXITED(*status));

@@ -1,11 +1,10 @@
 #include "util/logging.h"
 
-#include <unistd.h>
-
 #include <cerrno>
 #include <map>
 #include <mutex>
 #include <string>
+#include <unistd.h>
 #include <utility>
 #include <vector>
 

@@ -4,7 +4,6 @@
 #define SPOOL_UTIL_LOOPBACK_H_
 
 #include <arpa/inet.h>
-
 #include <string>
 #include <string_view>
 

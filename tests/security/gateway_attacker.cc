@@ -95,8 +95,7 @@ void AttackHello(caf::scoped_actor& self, const caf::actor& door) {
   Expect(!Welcomed(self, door, huge), "5000 declared types are refused");
   RemoteHello long_name = Forged(Challenge(self, door).first);
   long_name.node.assign(10000, 'n');
-  Expect(!Welcomed(self, door, long_name),
-         "a 10 kB node name is refused");
+  Expect(!Welcomed(self, door, long_name), "a 10 kB node name is refused");
   RemoteHello greedy = Forged(Challenge(self, door).first);
   greedy.concurrency = 1u << 30;
   Expect(!Welcomed(self, door, greedy), "a concurrency of 2^30 is refused");
@@ -156,7 +155,8 @@ int main(int argc, char** argv) {
     Expect(!Challenge(self, *door).first.empty(),
            "the door still answers at the end");
   }
-  std::printf("%s\n", failures == 0 ? "ALL ATTACKS FAILED" : "SOME ATTACK WORKED");
+  std::printf("%s\n",
+              failures == 0 ? "ALL ATTACKS FAILED" : "SOME ATTACK WORKED");
   std::fflush(stdout);
   return failures == 0 ? 0 : 1;
 }

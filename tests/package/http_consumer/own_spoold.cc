@@ -84,9 +84,9 @@ int main(int argc, char** argv) {
   if (!s.ok()) return Fail("start", s.ToString());
   server->AttachRuntime(runtime.get());
 
-  std::string ready =
-      Ask(server->port(),
-          "GET /readyz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+  std::string ready = Ask(
+      server->port(),
+      "GET /readyz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
   if (ready.rfind("HTTP/1.1 200", 0) != 0) return Fail("readyz", ready);
   std::printf("readyz 200\n");
   // No token file: a mutation is refused, as documented.
@@ -99,9 +99,10 @@ int main(int argc, char** argv) {
   if (!id.ok()) return Fail("enqueue", id.status().ToString());
   for (int i = 0; i < 500 && runs.load() == 0; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  std::string task = Ask(
-      server->port(), "GET /v1/tasks/" + std::to_string(*id) +
-                          " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+  std::string task =
+      Ask(server->port(),
+          "GET /v1/tasks/" + std::to_string(*id) +
+              " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
   server->Stop();
   spool::Result<void> closed = runtime->Close().Wait();
   server.reset();
