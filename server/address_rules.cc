@@ -131,6 +131,12 @@ std::string ToString(const IpAddress& address) {
   return text;
 }
 
+bool IsLoopback(const IpAddress& address) {
+  const uint8_t* bytes = address.bytes.data();
+  if (address.family == AF_INET) return bytes[0] == 127;
+  return Zero(bytes, 15) && bytes[15] == 1;
+}
+
 std::string SpecialRangeOf(const IpAddress& address) {
   const uint8_t* bytes = address.bytes.data();
   if (address.family == AF_INET) return Ipv4Why(bytes);

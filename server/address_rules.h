@@ -48,6 +48,10 @@ std::optional<IpAddress> IpAddressOf(const sockaddr* address, size_t length);
 // The canonical text of `address`: "127.0.0.1", "::1" (inet_ntop's form).
 std::string ToString(const IpAddress& address);
 
+// Whether `address` is a loopback address: 127.0.0.0/8 or ::1. (An
+// IPv4-mapped ::ffff:127.0.0.1 is not: no listener binds to it.)
+bool IsLoopback(const IpAddress& address);
+
 // Why http.post does not connect to `address` on its own: "" for an address
 // outside every special-purpose range, else the range, e.g. "a loopback
 // address (127.0.0.0/8)". Refused: unspecified (0.0.0.0/8, ::), loopback

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "server/address_rules.h"
 #include "server/bearer_token.h"
-#include "util/loopback.h"
 
 namespace spool::http {
 namespace {
@@ -24,6 +24,15 @@ std::string ListenHost(const std::string& listen) {
 
 bool IsUnspecified(std::string_view host) {
   return host == "0.0.0.0" || host == "[::]" || host == "::" || host.empty();
+}
+
+// Whether HOST (a listen address's or a Host header's, IPv6 in brackets or
+// not) stays on this machine: "localhost" or a loopback literal. Any other
+// name is not: it may resolve anywhere.
+bool IsLoopbackName(std::string_view host) {
+  if (host == "localhost") return true;
+  std::optional<IpAddress> address = ParseIpLiteral(host);
+  return address && IsLoopback(*address);
 }
 
 }  // namespace
@@ -54,7 +63,7 @@ std::string HostName(std::string_view host_header) {
 Status RequestGuard::Create(const ServerOptions& options, RequestGuard* guard) {
   RequestGuard built;
   std::string host = ListenHost(options.listen);
-  if (!IsLoopbackHost(host)) {
+  if (!IsLoopbackName(host)) {
     if (options.token_file.empty()) {
       return Status::InvalidArgument(
           "server.listen: \"" + options.listen +
@@ -103,7 +112,7 @@ Status RequestGuard::Create(const ServerOptions& options, RequestGuard* guard) {
 bool RequestGuard::HostAllowed(std::string_view host_header) const {
   std::string name = HostName(host_header);
   if (name.empty()) return false;
-  if (IsLoopbackHost(name)) return true;
+  if (IsLoopbackName(name)) return true;
   return std::find(hosts_.begin(), hosts_.end(), name) != hosts_.end();
 }
 
