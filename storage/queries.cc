@@ -175,11 +175,14 @@ class PageBuilder {
     if (!task.Verify(id).ok()) return Unreadable(id);
     if (check_type_ && TypeOf(task.view()) != spec_.type) return true;
     if (!InCreatedRange(task.view())) return true;
-    if (produced_ == spec_.limit) {
+    const size_t bytes = ListedBytes(task);
+    if (produced_ == spec_.limit ||
+        (produced_ > 0 && bytes > kMaxPageBytes - listed_bytes_)) {
       more_ = true;
       return Stop();
     }
     ++produced_;
+    listed_bytes_ += std::min(bytes, kMaxPageBytes);
     last_produced_ = id;
     visit_(task);
     return true;
@@ -211,6 +214,20 @@ class PageBuilder {
   }
 
  private:
+  // The stored bytes `task` adds to the page: its values, without the
+  // payload and result when the listing leaves them out.
+  size_t ListedBytes(const TaskBytes& task) const {
+    size_t bytes = task.spec().size() + task.state().size();
+    for (size_t i = 0; i < task.failure_count(); ++i) {
+      bytes += task.failure(i).size();
+    }
+    if (spec_.include_payload) return bytes;
+    const TaskView& view = task.view();
+    if (const auto* payload = view.spec->payload()) bytes -= payload->size();
+    if (const auto* result = view.state->result()) bytes -= result->size();
+    return bytes;
+  }
+
   bool InCreatedRange(const TaskView& task) const {
     if (!spec_.has_created_range()) return true;
     const int64_t created = task.spec->created_us();
@@ -342,6 +359,8 @@ class PageBuilder {
   std::vector<uint8_t> run_read_;
   Status status_;
   size_t produced_ = 0;
+  // Of kMaxPageBytes; at most that.
+  size_t listed_bytes_ = 0;
   TaskId last_produced_ = 0;
   TaskId last_examined_ = 0;
   bool more_ = false;

@@ -265,6 +265,51 @@ TEST(CreatedRangeTest, ARangeMissingMostTasksReturnsShortPagesWithinTheBudget) {
   ASSERT_TRUE(Await(f.runtime->Close(), kWait).ok());
 }
 
+TEST(PageBytesTest, APageStopsAtItsByteBudgetAndTheCursorListsTheRest) {
+  TempDir dir;
+  Options options;
+  options.path = dir.Sub("q");
+  options.durability = Durability::kRelaxed;
+  options.max_payload_bytes = kMaxPageBytes + (size_t{1} << 20);
+  std::unique_ptr<Runtime> runtime = OpenOrDie(options);
+  ASSERT_TRUE(runtime->RegisterHandler("big", spool::testing::Ok).ok());
+  // 40 MB of payloads: at most 16 of them fit one page's budget.
+  constexpr size_t kTasks = 40;
+  const std::string payload(1000000, 'p');
+  std::vector<TaskId> ids;
+  for (size_t i = 0; i < kTasks; ++i) {
+    Ticket ticket = runtime->Enqueue("big", payload);
+    ASSERT_TRUE(Await(ticket.stored, kWait).ok());
+    ids.push_back(ticket.id);
+  }
+  // One task larger than the whole budget still makes a page.
+  Ticket huge = runtime->Enqueue("big", std::string(kMaxPageBytes + 1, 'h'));
+  ASSERT_TRUE(Await(huge.stored, kWait).ok());
+  ids.push_back(huge.id);
+
+  TaskQuery query;
+  query.limit = kMaxPageSize;
+  size_t pages = 0;
+  std::vector<TaskInfo> all = ListAll(runtime.get(), query, &pages);
+  EXPECT_EQ(Ids(all), ids);
+  EXPECT_GE(pages, 4u);
+  auto first = Await(runtime->ListTasks(query), kWait);
+  ASSERT_TRUE(first.ok());
+  size_t bytes = 0;
+  for (const TaskInfo& task : first->tasks) bytes += task.payload.size();
+  EXPECT_LE(bytes, kMaxPageBytes);
+  EXPECT_GE(first->tasks.size(), 10u);
+  EXPECT_FALSE(first->next_cursor.empty());
+
+  // Without payloads, every task fits one page.
+  query.include_payload = false;
+  auto bare = Await(runtime->ListTasks(query), kWait);
+  ASSERT_TRUE(bare.ok());
+  EXPECT_EQ(Ids(bare->tasks), ids);
+  EXPECT_TRUE(bare->next_cursor.empty());
+  ASSERT_TRUE(Await(runtime->Close(), kWait).ok());
+}
+
 TEST(ListProjectionTest, WithoutPayloadsListingsCarryNone) {
   Fixture f;
   f.Register({"json", "bytes"});

@@ -29,9 +29,11 @@
 //   - a task that starts or stops matching meanwhile (e.g. changes status)
 //     is returned at most once, with its state as of the page that has it.
 // A page does bounded work: it reads at most `limit` records, and at most
-// kMaxPageScan index entries beyond them; when that budget runs out the page
-// is short (possibly empty) and next_cursor is set, so the caller simply
-// asks for the next page.
+// kMaxPageScan index entries beyond them; it holds at most kMaxPageBytes of
+// stored task bytes (payloads and results counted only when included), and
+// always at least one task. When a budget runs out the page is short
+// (possibly empty) and next_cursor is set, so the caller simply asks for the
+// next page.
 //
 // Task JSON. The JSON queries write each task as one object with these
 // members, in this order: "id", "type", "status" (TaskStatusName),
@@ -86,6 +88,12 @@ inline constexpr size_t kMaxJsonDepth = 64;
 // The most index entries one page examines beyond the tasks it returns,
 // when filters leave most of them out (e.g. a group and a status).
 inline constexpr size_t kMaxPageScan = 10000;
+
+// The most stored bytes of the tasks in one page (see the pagination
+// guarantee): a listing of large payloads stops there, so that one request
+// cannot make a reader copy limit × max_payload_bytes into one answer. A
+// task larger than this alone still makes a page of one.
+inline constexpr size_t kMaxPageBytes = size_t{16} << 20;
 
 // The order of a listing, by task id (which follows enqueue order).
 enum class ListOrder : uint8_t {
