@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstdio>
 #include <deque>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <random>
@@ -278,13 +279,56 @@ class ServerImpl final : public HttpServer {
   bool stopping() const { return stopping_.load(); }
   EventHub& hub() { return hub_; }
   const RequestGuard& guard() const { return guard_; }
+  // Counts a new connection from `address`; false (counting nothing) when
+  // max_connections or max_connections_per_address is reached, with the
+  // setting's name in *limit.
+  bool Admit(const asio::ip::address& address, const char** limit) {
+    std::lock_guard<std::mutex> lock(connections_mutex_);
+    if (connections_.size() + admitting_ >= options_.max_connections) {
+      *limit = "max_connections";
+      return false;
+    }
+    size_t& from_address = per_address_[address];
+    if (from_address >= options_.max_connections_per_address) {
+      *limit = "max_connections_per_address";
+      return false;
+    }
+    ++from_address;
+    ++admitting_;
+    return true;
+  }
+  // After Admit: the connection object now exists.
   void Register(Connection* c, const std::shared_ptr<Connection>& shared) {
     std::lock_guard<std::mutex> lock(connections_mutex_);
+    --admitting_;
     connections_[c] = shared;
   }
-  void Unregister(Connection* c) {
+  void Unregister(Connection* c, const asio::ip::address& address) {
     std::lock_guard<std::mutex> lock(connections_mutex_);
     connections_.erase(c);
+    auto it = per_address_.find(address);
+    if (it != per_address_.end() && --it->second == 0) per_address_.erase(it);
+  }
+  // Counts a new event stream, and a live listing when `listing`; false
+  // (counting nothing) past max_event_streams or max_live_listings, with
+  // the setting's name in *limit.
+  bool AdmitStream(bool listing, const char** limit) {
+    if (event_streams_.fetch_add(1) >= options_.max_event_streams) {
+      event_streams_.fetch_sub(1);
+      *limit = "max_event_streams";
+      return false;
+    }
+    if (listing && live_listings_.fetch_add(1) >= options_.max_live_listings) {
+      live_listings_.fetch_sub(1);
+      event_streams_.fetch_sub(1);
+      *limit = "max_live_listings";
+      return false;
+    }
+    return true;
+  }
+  void ReleaseStream(bool listing) {
+    event_streams_.fetch_sub(1);
+    if (listing) live_listings_.fetch_sub(1);
   }
   size_t connection_count() {
     std::lock_guard<std::mutex> lock(connections_mutex_);
@@ -293,6 +337,7 @@ class ServerImpl final : public HttpServer {
   std::atomic<int64_t> in_flight{0};
   std::atomic<uint64_t> requests{0};
   std::atomic<uint64_t> rejected_connections{0};
+  std::atomic<uint64_t> rejected_streams{0};
 
  private:
   static std::string NewEpoch() {
@@ -302,6 +347,10 @@ class ServerImpl final : public HttpServer {
     return buffer;
   }
   void Accept();
+  // Admit for an accepted socket, by its peer's address.
+  bool AdmitFrom(const tcp::socket& socket, const char** limit);
+  // The 503 a connection past `limit` gets before it is closed.
+  static std::string BusyResponse(const char* limit);
   void KeepAlive();
   std::vector<std::shared_ptr<Connection>> Connections();
 
@@ -317,17 +366,27 @@ class ServerImpl final : public HttpServer {
   std::atomic<Runtime*> runtime_{nullptr};
   std::atomic<bool> stopping_{false};
   std::atomic<bool> started_{false};
+  std::atomic<size_t> event_streams_{0};
+  std::atomic<size_t> live_listings_{0};
   std::mutex connections_mutex_;
   std::unordered_map<Connection*, std::weak_ptr<Connection>> connections_;
+  // Connections admitted, not yet registered.
+  size_t admitting_ = 0;
+  // Connections open per client address; an address with none is absent.
+  std::map<asio::ip::address, size_t> per_address_;
 };
 
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
-  Connection(tcp::socket socket, ServerImpl* server)
-      : stream_(std::move(socket)), server_(server) {}
+  Connection(tcp::socket socket, asio::ip::address address, ServerImpl* server)
+      : stream_(std::move(socket)),
+        address_(std::move(address)),
+        server_(server),
+        lifetime_(stream_.get_executor()) {}
 
   ~Connection() {
-    server_->Unregister(this);
+    ReleaseStream();
+    server_->Unregister(this, address_);
     if (sse_) server_->hub().Leave(this);
   }
 
@@ -574,6 +633,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (closed_) return;
     closed_ = true;
     watches_.clear();
+    ReleaseStream();
+    lifetime_.cancel();
     beast::error_code ignored;
     stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
     stream_.close();
@@ -644,6 +705,20 @@ class Connection : public std::enable_shared_from_this<Connection> {
           self->WriteNext();
         });
   }
+  // Gives back this stream's places under max_event_streams and
+  // max_live_listings.
+  void ReleaseStream() {
+    if (!admitted_stream_) return;
+    admitted_stream_ = false;
+    server_->ReleaseStream(admitted_listing_);
+  }
+  // Closes the stream after sse_max_duration; the client resumes.
+  void StartLifetime() {
+    lifetime_.expires_after(server_->options().sse_max_duration);
+    lifetime_.async_wait([self = shared_from_this()](beast::error_code ec) {
+      if (!ec) self->DoClose();
+    });
+  }
   // An event stream reads only to notice the client going away.
   void ReadUntilGone() {
     stream_.async_read_some(
@@ -655,7 +730,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
   beast::tcp_stream stream_;
+  const asio::ip::address address_;
   ServerImpl* server_;
+  asio::steady_timer lifetime_;
+  // Counted by ServerImpl::AdmitStream (a listing too), until released.
+  bool admitted_stream_ = false;
+  bool admitted_listing_ = false;
   beast::flat_buffer buffer_;
   std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
   bool keep_alive_ = true;
@@ -1014,11 +1094,15 @@ Response Connection::Metrics(Runtime* runtime) const {
       "spoold_event_streams " +
       std::to_string(server_->hub().streams()) +
       "\n# HELP spoold_http_rejected_connections_total Connections refused "
-      "past "
-      "max_connections.\n"
+      "past max_connections or max_connections_per_address.\n"
       "# TYPE spoold_http_rejected_connections_total counter\n"
       "spoold_http_rejected_connections_total " +
-      std::to_string(server_->rejected_connections.load()) + "\n";
+      std::to_string(server_->rejected_connections.load()) +
+      "\n# HELP spoold_event_streams_rejected_total Event streams refused "
+      "past max_event_streams or max_live_listings.\n"
+      "# TYPE spoold_event_streams_rejected_total counter\n"
+      "spoold_event_streams_rejected_total " +
+      std::to_string(server_->rejected_streams.load()) + "\n";
   Response res(bhttp::status::ok, version_);
   res.set(bhttp::field::content_type,
           "text/plain; version=0.0.4; charset=utf-8");
@@ -1104,6 +1188,19 @@ void Connection::StartEvents(Runtime* runtime, std::string_view query,
       last_event_id = *value;
   }
 
+  const char* limit = nullptr;
+  if (!server_->AdmitStream(listing.has_value(), &limit)) {
+    server_->rejected_streams.fetch_add(1, std::memory_order_relaxed);
+    Response res =
+        Error(bhttp::status::service_unavailable, "too_many_event_streams",
+              std::string("spoold is at server.") + limit + "; retry later",
+              version_);
+    res.set(bhttp::field::retry_after, "1");
+    return Write(std::move(res));
+  }
+  admitted_stream_ = true;
+  admitted_listing_ = listing.has_value();
+
   // The stream: the header, then frames for the rest of the connection.
   sse_ = true;
   busy_ = false;
@@ -1158,6 +1255,7 @@ void Connection::StartEvents(Runtime* runtime, std::string_view query,
         });
     if (watch.ok()) watches_.push_back(std::move(watch).value());
   }
+  StartLifetime();
   ReadUntilGone();
 }
 
@@ -1207,6 +1305,27 @@ Status ServerImpl::Start() {
   return Status::OK();
 }
 
+bool ServerImpl::AdmitFrom(const tcp::socket& socket, const char** limit) {
+  beast::error_code ec;
+  tcp::endpoint peer = socket.remote_endpoint(ec);
+  // A peer already gone gets the busy answer's write error, and is closed.
+  if (ec) {
+    *limit = "max_connections";
+    return false;
+  }
+  return Admit(peer.address(), limit);
+}
+
+std::string ServerImpl::BusyResponse(const char* limit) {
+  std::string body =
+      ErrorJson("too_many_connections",
+                std::string("spoold is at server.") + limit + "; retry later");
+  return "HTTP/1.1 503 Service Unavailable\r\nContent-Type: "
+         "application/json\r\n"
+         "Retry-After: 1\r\nConnection: close\r\nContent-Length: " +
+         std::to_string(body.size()) + "\r\n\r\n" + body;
+}
+
 void ServerImpl::Accept() {
   acceptor_.async_accept(asio::make_strand(*io_), [this](beast::error_code ec,
                                                          tcp::socket socket) {
@@ -1215,29 +1334,24 @@ void ServerImpl::Accept() {
       if (stopping_) {
         beast::error_code ignored;
         socket.close(ignored);
-      } else if (connection_count() >= options_.max_connections) {
-        // Past max_connections: one short answer, then close.
+      } else if (const char* limit = nullptr; !AdmitFrom(socket, &limit)) {
+        // Past a connection limit: one short answer, then close.
         rejected_connections.fetch_add(1, std::memory_order_relaxed);
-        static const std::string kBusy = [] {
-          std::string body =
-              ErrorJson("too_many_connections",
-                        "spoold is at server.max_connections; retry later");
-          return "HTTP/1.1 503 Service Unavailable\r\nContent-Type: "
-                 "application/json\r\n"
-                 "Retry-After: 1\r\nConnection: close\r\nContent-Length: " +
-                 std::to_string(body.size()) + "\r\n\r\n" + body;
-        }();
         auto shared = std::make_shared<tcp::socket>(std::move(socket));
-        asio::async_write(
-            *shared, asio::buffer(kBusy), [shared](beast::error_code, size_t) {
-              beast::error_code ignored;
-              shared->shutdown(tcp::socket::shutdown_both, ignored);
-              shared->close(ignored);
-            });
+        auto busy = std::make_shared<const std::string>(BusyResponse(limit));
+        asio::async_write(*shared, asio::buffer(*busy),
+                          [shared, busy](beast::error_code, size_t) {
+                            beast::error_code ignored;
+                            shared->shutdown(tcp::socket::shutdown_both,
+                                             ignored);
+                            shared->close(ignored);
+                          });
       } else {
         beast::error_code ignored;
         socket.set_option(tcp::no_delay(true), ignored);
-        auto connection = std::make_shared<Connection>(std::move(socket), this);
+        asio::ip::address address = socket.remote_endpoint(ignored).address();
+        auto connection =
+            std::make_shared<Connection>(std::move(socket), address, this);
         Register(connection.get(), connection);
         connection->Run();
       }
@@ -1301,8 +1415,18 @@ Status ServerOptions::Validate() const {
   if (max_body_bytes < 1 || max_body_bytes > (size_t{1} << 30)) {
     return fail("max_body_bytes", "expected 1 to 1073741824");
   }
-  if (max_connections < 1 || max_connections > 1'000'000) {
-    return fail("max_connections", "expected 1 to 1000000");
+  for (auto [key, value] :
+       {std::pair{"max_connections", max_connections},
+        std::pair{"max_connections_per_address", max_connections_per_address},
+        std::pair{"max_event_streams", max_event_streams}}) {
+    if (value < 1 || value > 1'000'000)
+      return fail(key, "expected 1 to 1000000");
+  }
+  if (max_live_listings > 1'000'000)
+    return fail("max_live_listings", "expected 0 to 1000000");
+  if (sse_max_duration.count() < 1000 ||
+      sse_max_duration.count() > 604'800'000) {
+    return fail("sse_max_duration_ms", "expected 1000 to 604800000");
   }
   for (auto [key, value] : {std::pair{"header_timeout_ms", header_timeout},
                             std::pair{"body_timeout_ms", body_timeout},

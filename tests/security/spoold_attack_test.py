@@ -16,6 +16,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
@@ -192,6 +193,145 @@ class SpooldAttackTest(unittest.TestCase):
             text = (out.stdout + out.stderr).decode()
             self.assertIn("beyond loopback", text)
             self.assertIn(key, text)
+
+
+def connect_from(source, port, timeout=5):
+    """A socket to spoold from the loopback address `source` (127.0.0.x)."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.settimeout(timeout)
+    s.bind((source, 0))
+    s.connect(("127.0.0.1", port))
+    return s
+
+
+def open_stream(port, query="", source="127.0.0.1"):
+    """(socket, status, bytes read) of GET /v1/events?query: a stream's
+    head (the socket stays open), or a refusal whole."""
+    s = connect_from(source, port)
+    s.sendall(("GET /v1/events%s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+               "Authorization: Bearer %s\r\n\r\n" % (query, port, TOKEN)).encode())
+    head = b""
+    while b"\r\n\r\n" not in head:
+        chunk = s.recv(4096)
+        if not chunk:
+            break
+        head += chunk
+    status = head_of(head)[0] if head else 0
+    while status != 200:  # a refusal: read its body, up to the close
+        chunk = s.recv(4096)
+        if not chunk:
+            break
+        head += chunk
+    return s, status, head
+
+
+class SpooldLimitsTest(unittest.TestCase):
+    """Connections per address, event streams and live listings in all,
+    and the longest an event stream lives."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="spoold-limits-")
+        write_token(cls.dir)
+        cls.server = Spoold(cls.dir, free_port(), free_port(), settings=(
+            "server.max_connections_per_address=4",
+            "server.max_event_streams=3",
+            "server.max_live_listings=1",
+            "server.sse_max_duration_ms=1500"))
+        cls.server.start()
+
+    @classmethod
+    def tearDownClass(cls):
+        if cls.server.process.poll() is None:
+            cls.server.stop(signal.SIGKILL)
+        shutil.rmtree(cls.dir, ignore_errors=True)
+
+    def tearDown(self):
+        self.assertIsNone(self.server.process.poll(), "spoold died")
+
+    def metric(self, name):
+        code, text = curl(self.server, "/metrics")
+        self.assertEqual(code, 200)
+        for line in text.splitlines():
+            if line.startswith(name + " "):
+                return float(line.split()[1])
+        self.fail("no metric " + name)
+
+    def test_one_address_cannot_take_every_connection(self):
+        port = self.server.port
+        held = [connect_from("127.0.0.2", port) for _ in range(4)]
+        try:
+            extra = connect_from("127.0.0.2", port)
+            answer = extra.recv(4096)
+            extra.close()
+            status, fields = head_of(answer)
+            self.assertEqual(status, 503, answer)
+            self.assertIn(b"too_many_connections", answer)
+            self.assertIn(b"max_connections_per_address", answer)
+            self.assertEqual(fields.get("retry-after"), "1")
+            # Another address is served meanwhile.
+            other = connect_from("127.0.0.3", port)
+            other.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                          b"Connection: close\r\n\r\n")
+            self.assertEqual(head_of(other.recv(4096))[0], 200)
+            other.close()
+        finally:
+            for s in held:
+                s.close()
+        # Once they are closed, the address may connect again.
+        wait_for(lambda: head_of(raw(port, b"GET /healthz HTTP/1.1\r\nHost: "
+                                 b"127.0.0.1\r\nConnection: close\r\n\r\n"))[0]
+                 == 200, 10, "the address to be admitted again")
+
+    def test_event_streams_and_live_listings_are_capped(self):
+        port = self.server.port
+        rejected = self.metric("spoold_event_streams_rejected_total")
+        streams = []
+        try:
+            s, status, _ = open_stream(port, "?status=pending", "127.0.0.4")
+            streams.append(s)
+            self.assertEqual(status, 200)
+            # A second live listing is over max_live_listings.
+            s, status, head = open_stream(port, "?type=noop", "127.0.0.4")
+            s.close()
+            self.assertEqual(status, 503, head)
+            self.assertIn(b"max_live_listings", head)
+            for _ in range(2):
+                s, status, _ = open_stream(port, "", "127.0.0.5")
+                streams.append(s)
+                self.assertEqual(status, 200)
+            # A fourth stream of any kind is over max_event_streams.
+            s, status, head = open_stream(port, "", "127.0.0.6")
+            s.close()
+            self.assertEqual(status, 503, head)
+            self.assertEqual(self.metric("spoold_event_streams_rejected_total"),
+                             rejected + 2)
+            # Plain requests are still served.
+            self.assertEqual(curl(self.server, "/v1/counts")[0], 200)
+        finally:
+            for s in streams:
+                s.close()
+
+    def test_an_event_stream_ends_after_its_longest_life(self):
+        wait_for(lambda: self.metric("spoold_event_streams") == 0, 10,
+                 "earlier streams to be gone")
+        s, status, _ = open_stream(self.server.port, "?status=pending", "127.0.0.7")
+        self.assertEqual(status, 200)
+        s.settimeout(10)
+        started = time.monotonic()
+        while s.recv(65536):
+            pass
+        lived = time.monotonic() - started
+        s.close()
+        self.assertGreater(lived, 1.0)
+        self.assertLess(lived, 8.0)
+        # Its places are given back: the live listing may be opened again.
+        wait_for(lambda: self.metric("spoold_event_streams") == 0, 10,
+                 "the stream to be released")
+        s, status, head = open_stream(self.server.port, "?status=pending",
+                                      "127.0.0.7")
+        s.close()
+        self.assertEqual(status, 200, head)
 
 
 if __name__ == "__main__":

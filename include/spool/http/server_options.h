@@ -58,6 +58,29 @@ struct ServerOptions {
   // 503 and closed. Default: 4096.
   size_t max_connections = 4096;
 
+  // Connections open at once from one client address (IPv4, or IPv6 as a
+  // whole address); one more is answered 503 and closed, so that one host
+  // cannot take every slot of max_connections. Default: 1024.
+  size_t max_connections_per_address = 1024;
+
+  // Event streams (GET /v1/events) open at once; one more is answered 503.
+  // Default: 1024.
+  size_t max_event_streams = 1024;
+
+  // Of those, streams that follow a listing (a status, type, group, order,
+  // created range, payload or limit parameter): each is a live query that
+  // re-runs its listing on every change it could see, up to kMaxPageSize
+  // tasks, so they get their own, smaller cap; one more is answered 503.
+  // 0 turns live listings off. Default: 64.
+  size_t max_live_listings = 64;
+
+  // The longest an event stream stays open; then it is closed, and the
+  // client reconnects and resumes from its Last-Event-ID (EventSource does
+  // this by itself after the stream's retry interval). A stream's live
+  // queries are then re-made from the request, and credentials checked
+  // again. Default: 1 h.
+  std::chrono::milliseconds sse_max_duration{3'600'000};
+
   // How long a connection may take to send a request's header, counted from
   // the end of the previous response (keep-alive idle time included); and
   // then its body. A slow client is disconnected. Default: 10 s each.
