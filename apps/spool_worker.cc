@@ -286,5 +286,11 @@ int main(int argc, char** argv) {
   std::cout << "spool-worker: finished=" << worker->finished()
             << " reconnects=" << worker->reconnects() << std::endl;
   if (log_fd >= 0) ::close(log_fd);
+  if (s.IsTimedOut()) {
+    // Handlers that ignore stopping would hold the destructor: the
+    // gateway already knows, so the process ends without them.
+    Say(s.ToString());
+    std::_Exit(1);
+  }
   return s.ok() ? 0 : 1;
 }

@@ -101,6 +101,7 @@ class RemoteWorkerImpl final : public RemoteWorker {
   }
   ~RemoteWorkerImpl() override {
     static_cast<void>(Close(std::chrono::seconds(10)));
+    Release();
   }
 
   Status RegisterHandler(const std::string& type, Handler handler,
@@ -193,6 +194,9 @@ class RemoteWorkerImpl final : public RemoteWorker {
  private:
   void RunThread();
   RemoteOutcome RunOne(const Work& work);
+  // Joins the handler threads (however long their handlers take), then
+  // stops the actor system. After Close.
+  void Release();
 
   RemoteWorkerOptions options_;
   const std::string secret_;
@@ -204,6 +208,9 @@ class RemoteWorkerImpl final : public RemoteWorker {
   bool connected_once_ = false;
   bool closing_ = false;
   bool closed_ = false;
+  // Handler threads that have returned; Close waits on it.
+  size_t threads_exited_ = 0;
+  std::condition_variable threads_exited_cv_;
   std::optional<Status> first_answer_;
   std::atomic<uint64_t> finished_{0};
   std::atomic<uint64_t> reconnects_{0};
@@ -484,7 +491,11 @@ void RemoteWorkerImpl::RunThread() {
     {
       std::unique_lock<std::mutex> lock(mutex_);
       cv_.wait(lock, [this] { return closing_ || !queue_.empty(); });
-      if (queue_.empty()) return;
+      if (queue_.empty()) {
+        ++threads_exited_;
+        threads_exited_cv_.notify_all();
+        return;
+      }
       work = std::move(queue_.front());
       queue_.pop_front();
       running_[work.lease.lease] = work;
@@ -533,27 +544,46 @@ Status RemoteWorkerImpl::Connect() {
   return *first_answer_;
 }
 
-Status RemoteWorkerImpl::Close(std::chrono::milliseconds) {
+Status RemoteWorkerImpl::Close(std::chrono::milliseconds timeout) {
+  size_t still_running = 0;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::unique_lock<std::mutex> lock(mutex_);
     if (closed_) return Status::OK();
     closed_ = true;
     closing_ = true;
     queue_.clear();
     for (auto& [lease, work] : running_) work.control->RequestStop();
     cv_.notify_all();
+    // Cooperative: handlers see TaskContext::stopping.
+    threads_exited_cv_.wait_for(
+        lock, timeout, [this] { return threads_exited_ == threads_.size(); });
+    still_running = threads_.size() - threads_exited_;
   }
-  // Cooperative: handlers see TaskContext::stopping.
+  if (node_) {
+    // After the outcomes the threads sent (one mailbox, in order). The
+    // handle stays: a late handler's outcome goes to the stopped actor,
+    // and is dropped.
+    caf::anon_send(node_, node::Stop{});
+  }
+  if (still_running > 0) {
+    // The gateway sees the session end and settles those attempts as
+    // interrupted; their threads are joined by the destructor.
+    return Status::TimedOut(
+        std::to_string(still_running) +
+        " handler(s) still running after the close timeout of " +
+        std::to_string(timeout.count()) +
+        " ms; disconnected without them (the runtime runs those tasks again)");
+  }
+  Release();
+  return Status::OK();
+}
+
+void RemoteWorkerImpl::Release() {
   for (std::thread& thread : threads_) thread.join();
   threads_.clear();
-  if (node_) {
-    // After the outcomes the threads sent (one mailbox, in order).
-    caf::anon_send(node_, node::Stop{});
-    node_ = nullptr;
-  }
+  node_ = nullptr;
   system_.reset();
   config_.reset();
-  return Status::OK();
 }
 
 }  // namespace

@@ -3,6 +3,8 @@
 // tasks to a real receiver, spoold_test.py's. Every wait is bounded.
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -12,9 +14,11 @@
 #include <signal.h>
 #include <string>
 #include <sys/wait.h>
+#include <thread>
 #include <utility>
 #include <vector>
 
+#include <spool/remote_worker.h>
 #include <spool/runtime.h>
 
 #include <gmock/gmock.h>
@@ -30,6 +34,7 @@ namespace {
 
 using testing::ChildProcess;
 using ::testing::HasSubstr;
+using testing::kRemoteSecret;
 using testing::RemoteTest;
 using testing::StartsIn;
 using testing::WaitUntil;
@@ -313,6 +318,60 @@ TEST_F(RemoteTest, CancelReachesRunningAndQueuedRemoteAttempts) {
                 std::chrono::seconds(8)));
   EXPECT_LT(std::chrono::steady_clock::now() - started,
             std::chrono::seconds(10));
+}
+
+// An embedder's RemoteWorker whose handler ignores TaskContext::stopping:
+// Close returns TimedOut within its timeout, having disconnected, and the
+// runtime runs the task again (here on a second worker that behaves).
+TEST_F(RemoteTest, CloseReturnsWithinItsTimeoutWhenAHandlerIgnoresStopping) {
+  Open();
+  std::atomic<bool> release{false};
+  std::atomic<int> started{0};
+  RemoteWorkerOptions options;
+  options.connect = "127.0.0.1:" + std::to_string(port_);
+  options.secret = kRemoteSecret;
+  options.node = "stubborn";
+  std::unique_ptr<RemoteWorker> stubborn;
+  ASSERT_TRUE(RemoteWorker::Create(options, &stubborn).ok());
+  ASSERT_TRUE(stubborn
+                  ->RegisterHandler("sleep",
+                                    [&](TaskContext&) {
+                                      started.fetch_add(1);
+                                      while (!release.load()) {
+                                        std::this_thread::sleep_for(
+                                            std::chrono::milliseconds(5));
+                                      }
+                                      return Status::OK();
+                                    })
+                  .ok());
+  ASSERT_TRUE(stubborn->Connect().ok());
+  std::vector<TaskId> ids = EnqueueMany("sleep", "1", 1);
+  ASSERT_TRUE(
+      WaitUntil([&] { return started.load() == 1; }, std::chrono::seconds(10)));
+
+  auto closing = std::chrono::steady_clock::now();
+  Status closed = stubborn->Close(std::chrono::milliseconds(300));
+  auto took = std::chrono::steady_clock::now() - closing;
+  EXPECT_TRUE(closed.IsTimedOut()) << closed.ToString();
+  EXPECT_THAT(closed.message(), HasSubstr("1 handler(s) still running"));
+  EXPECT_LT(took, std::chrono::seconds(3));
+  EXPECT_GE(took, std::chrono::milliseconds(250));
+  EXPECT_TRUE(stubborn->Close().ok());  // idempotent
+
+  // The session ended with the close: another worker gets the task.
+  options.node = "helpful";
+  std::unique_ptr<RemoteWorker> helpful;
+  ASSERT_TRUE(RemoteWorker::Create(options, &helpful).ok());
+  ASSERT_TRUE(helpful->RegisterHandler("sleep", testing::Ok).ok());
+  ASSERT_TRUE(helpful->Connect().ok());
+  ASSERT_TRUE(
+      WaitUntil([&] { return Info(ids[0]).status == TaskStatus::kSucceeded; },
+                std::chrono::seconds(15)));
+  EXPECT_EQ(Info(ids[0]).attempts, 2u);  // the interrupted one counted
+  EXPECT_TRUE(helpful->Close().ok());
+  // The destructor waits for the stubborn handler's thread.
+  release.store(true);
+  stubborn.reset();
 }
 
 TEST_F(RemoteTest, WorkerWithAWrongOrMissingSecretIsRefused) {

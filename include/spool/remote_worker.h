@@ -74,8 +74,11 @@ class RemoteWorker {
 
   // Stops taking leases, asks running handlers to stop
   // (TaskContext::stopping) and waits up to `timeout` for them, then
-  // disconnects. Attempts still running are settled by the runtime as
-  // interrupted. Idempotent.
+  // disconnects. Returns OK when every handler returned in time; else
+  // TimedOut naming how many still run: the worker has disconnected, the
+  // runtime settles their attempts as interrupted (and runs the tasks
+  // again), their outcomes are dropped, and the destructor waits for their
+  // threads. Idempotent: a second call returns OK at once.
   virtual Status Close(
       std::chrono::milliseconds timeout = std::chrono::seconds(10)) = 0;
 
