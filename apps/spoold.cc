@@ -75,9 +75,14 @@ int main(int argc, char** argv) {
   s = spool::http::HttpServer::Create(config.server, &server);
   if (s.ok()) s = server->Start();
   if (!s.ok()) return Fail(s.ToString());
-  std::fprintf(stderr, "spoold: listening on %s (port %u)\n",
+  const bool tls = !config.server.tls_certificate_file.empty();
+  std::fprintf(stderr, "spoold: listening on %s (port %u, %s)\n",
                config.server.listen.c_str(),
-               static_cast<unsigned>(server->port()));
+               static_cast<unsigned>(server->port()),
+               tls ? (config.server.tls_client_ca_file.empty()
+                          ? "HTTPS"
+                          : "HTTPS, client certificates required")
+                   : "plain HTTP");
 
   // spool's callbacks (enqueue acknowledgements, events, live queries) run
   // on the server's io threads.

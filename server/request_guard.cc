@@ -70,13 +70,13 @@ Status RequestGuard::Create(const ServerOptions& options, RequestGuard* guard) {
           "\" is beyond loopback, and spoold has no server.token_file: set "
           "one, or every client that reaches the port could read every task");
     }
-    if (!options.allow_insecure) {
+    if (options.tls_certificate_file.empty() && !options.allow_insecure) {
       return Status::InvalidArgument(
           "server.listen: \"" + options.listen +
-          "\" is beyond loopback, and spoold serves plain HTTP (tokens and "
-          "payloads in clear): set server.allow_insecure = true to accept "
-          "that on a network you trust, or keep it on loopback behind a "
-          "TLS proxy");
+          "\" is beyond loopback, and spoold would serve plain HTTP (tokens "
+          "and payloads in clear): set server.tls_certificate_file and "
+          "server.tls_key_file, or server.allow_insecure = true to accept "
+          "plain HTTP on a network you trust");
     }
   }
   if (!options.token_file.empty()) {

@@ -3,12 +3,13 @@
 spoold, curl and raw sockets. Each attack asserts that it failed and that
 spoold still serves with nothing lost.
 
-  spoold_attack_test.py SPOOLD [unittest args]
+  spoold_attack_test.py SPOOLD MAKE_TEST_CERTS [unittest args]
 
 Every wait is bounded; about 15 s.
 """
 
 import base64
+import json
 import os
 import shutil
 import signal
@@ -334,6 +335,191 @@ class SpooldLimitsTest(unittest.TestCase):
         self.assertEqual(status, 200, head)
 
 
+MAKE_TEST_CERTS = None  # tests/security/make_test_certs.sh, from argv
+
+
+def curl_tls(port, path, certs, method="GET", body=None, token=TOKEN,
+             ca="ca.pem", client=None, timeout=10):
+    """(curl's exit code, HTTP status, body text) over HTTPS to 127.0.0.1,
+    trusting certs/`ca` (None: the system's CAs), presenting the client
+    certificate certs/`client`.pem when set."""
+    args = ["curl", "-s", "-S", "-X", method, "-o", "-", "-w", "\n%{http_code}",
+            "--max-time", str(timeout), "https://127.0.0.1:%d%s" % (port, path)]
+    if ca:
+        args += ["--cacert", os.path.join(certs, ca)]
+    if client:
+        args += ["--cert", os.path.join(certs, client + ".pem"),
+                 "--key", os.path.join(certs, client + ".key")]
+    if token:
+        args += ["-H", "Authorization: Bearer " + token]
+    if body is not None:
+        args += ["-H", "Content-Type: application/json", "--data-binary", "@-"]
+    out = subprocess.run(args, input=None if body is None else json.dumps(body).encode(),
+                         capture_output=True, timeout=timeout + 5)
+    text, _, code = out.stdout.decode().rpartition("\n")
+    return out.returncode, int(code or 0), text
+
+
+class TlsSpoold(Spoold):
+    """A spoold serving HTTPS with the test PKI in `certs`."""
+
+    def __init__(self, directory, certs, settings=()):
+        super().__init__(directory, free_port(), free_port(), settings=(
+            "server.tls_certificate_file=" + os.path.join(certs, "server.pem"),
+            "server.tls_key_file=" + os.path.join(certs, "server.key"),
+        ) + tuple(settings))
+        self.certs = certs
+        self.client = None
+
+    def ready(self):
+        if self.process.poll() is not None:
+            raise AssertionError("spoold exited with %s" % self.process.returncode)
+        try:
+            return curl_tls(self.port, "/readyz", self.certs, token=None,
+                            client=self.client, timeout=3)[1] == 200
+        except Exception:
+            return False
+
+
+def spoold_refuses(directory, *settings):
+    """The output of a spoold that must refuse to start with `settings`."""
+    args = [spoold_test.SPOOLD, "--set",
+            "storage.path=" + os.path.join(directory, "refused"),
+            "--set", "server.listen=127.0.0.1:%d" % free_port()]
+    for setting in settings:
+        args += ["--set", setting]
+    out = subprocess.run(args, capture_output=True, timeout=20)
+    assert out.returncode != 0, "spoold started with %s" % (settings,)
+    return (out.stdout + out.stderr).decode()
+
+
+class SpooldTlsTest(unittest.TestCase):
+    """HTTPS: real handshakes with curl, and what is refused."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="spoold-tls-")
+        cls.certs = os.path.join(cls.dir, "certs")
+        subprocess.run(["bash", MAKE_TEST_CERTS, cls.certs], check=True, timeout=60)
+        write_token(cls.dir)
+        cls.server = TlsSpoold(cls.dir, cls.certs)
+        cls.server.start()
+
+    @classmethod
+    def tearDownClass(cls):
+        if cls.server.process.poll() is None:
+            cls.server.stop(signal.SIGKILL)
+        shutil.rmtree(cls.dir, ignore_errors=True)
+
+    def tearDown(self):
+        self.assertIsNone(self.server.process.poll(), "spoold died")
+        rc, code, text = curl_tls(self.server.port, "/v1/counts", self.certs)
+        self.assertEqual((rc, code), (0, 200), text)
+
+    def test_requests_over_tls(self):
+        rc, code, text = curl_tls(self.server.port, "/v1/tasks", self.certs, "POST",
+                                  {"type": "noop", "payload": "over tls"})
+        self.assertEqual((rc, code), (0, 201), text)
+        task = json.loads(text)["id"]
+        rc, code, text = curl_tls(self.server.port, "/v1/tasks/%d" % task, self.certs)
+        self.assertEqual(code, 200, text)
+        # Tokens are needed as before.
+        rc, code, _ = curl_tls(self.server.port, "/v1/tasks", self.certs, token=None)
+        self.assertEqual(code, 401)
+        # A listing larger than one TLS record, and an event stream.
+        for i in range(20):
+            self.assertEqual(curl_tls(self.server.port, "/v1/tasks", self.certs, "POST",
+                                      {"type": "noop", "payload": "x" * 3000})[1], 201)
+        rc, code, text = curl_tls(self.server.port, "/v1/tasks?limit=100", self.certs)
+        self.assertEqual(code, 200)
+        self.assertGreaterEqual(len(json.loads(text)["tasks"]), 21)
+        rc, code, text = curl_tls(self.server.port, "/v1/events", self.certs, timeout=2)
+        self.assertEqual(rc, 28)  # curl's own timeout: the stream stays open
+        self.assertIn("retry: 2000", text)
+        self.assertIn("event: counts", text)
+
+    def test_plain_http_and_untrusted_clients_get_no_answer(self):
+        port = self.server.port
+        code, _ = curl(self.server, "/v1/counts", timeout=3)
+        self.assertNotEqual(code, 200)
+        # A client that does not trust the server's CA refuses it (curl 60).
+        rc, _, _ = curl_tls(port, "/v1/counts", self.certs, ca=None)
+        self.assertEqual(rc, 60)
+        # A connection that never starts its handshake is closed after
+        # header_timeout_ms (800 ms here).
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+            started = time.monotonic()
+            self.assertEqual(s.recv(100), b"")
+            self.assertLess(time.monotonic() - started, 4)
+        rc, code, text = curl_tls(port, "/metrics", self.certs)
+        failures = [line for line in text.splitlines()
+                    if line.startswith("spoold_tls_handshake_failures_total ")]
+        self.assertTrue(failures and float(failures[0].split()[1]) >= 2, failures)
+
+    def test_bad_key_files_are_refused_at_start(self):
+        certs = self.certs
+        cert = "server.tls_certificate_file=" + os.path.join(certs, "server.pem")
+        # Readable by others.
+        loose = os.path.join(self.dir, "loose.key")
+        shutil.copy(os.path.join(certs, "server.key"), loose)
+        os.chmod(loose, 0o644)
+        text = spoold_refuses(self.dir, cert, "server.tls_key_file=" + loose)
+        self.assertIn("server.tls_key_file", text)
+        self.assertIn("chmod", text)
+        # Another certificate's key.
+        text = spoold_refuses(self.dir, cert, "server.tls_key_file=" +
+                              os.path.join(certs, "rogue.key"))
+        self.assertIn("does not match", text)
+        # Not PEM.
+        junk = os.path.join(self.dir, "junk.pem")
+        with open(junk, "w") as f:
+            f.write("not a certificate\n")
+        text = spoold_refuses(self.dir, "server.tls_certificate_file=" + junk,
+                              "server.tls_key_file=" + os.path.join(certs, "server.key"))
+        self.assertIn("server.tls_certificate_file " + junk, text)
+        # One without the other.
+        text = spoold_refuses(self.dir, cert)
+        self.assertIn("set both, or neither", text)
+
+    def test_beyond_loopback_tls_needs_no_allow_insecure(self):
+        server = TlsSpoold(os.path.join(self.dir, "beyond"), self.certs,
+                           settings=("server.listen=0.0.0.0:%d" % free_port(),))
+        os.makedirs(server.directory)
+        write_token(server.directory)
+        server.port = int(server.settings[-1].rsplit(":", 1)[1])
+        server.start()
+        try:
+            rc, code, text = curl_tls(server.port, "/v1/counts", self.certs)
+            self.assertEqual((rc, code), (0, 200), text)
+        finally:
+            server.stop(signal.SIGKILL)
+
+    def test_mutual_tls_refuses_clients_without_a_trusted_certificate(self):
+        directory = os.path.join(self.dir, "mutual")
+        os.makedirs(directory)
+        write_token(directory)
+        server = TlsSpoold(directory, self.certs, settings=(
+            "server.tls_client_ca_file=" + os.path.join(self.certs, "ca.pem"),))
+        server.client = "client"
+        server.start()
+        try:
+            rc, code, text = curl_tls(server.port, "/v1/counts", self.certs,
+                                      client="client")
+            self.assertEqual((rc, code), (0, 200), text)
+            for client in (None, "rogue"):
+                rc, code, _ = curl_tls(server.port, "/v1/counts", self.certs,
+                                       client=client, timeout=5)
+                self.assertNotEqual(rc, 0, client)
+                self.assertEqual(code, 0, client)
+            # And it still serves the trusted client.
+            rc, code, _ = curl_tls(server.port, "/v1/counts", self.certs,
+                                   client="client")
+            self.assertEqual(code, 200)
+        finally:
+            server.stop(signal.SIGKILL)
+
+
 if __name__ == "__main__":
     spoold_test.SPOOLD = sys.argv.pop(1)
+    MAKE_TEST_CERTS = sys.argv.pop(1)
     unittest.main(verbosity=2)

@@ -46,8 +46,23 @@ struct ServerOptions {
   // browser. Default: none.
   std::vector<std::string> allowed_hosts;
 
-  // spoold serves plain HTTP only. A listen address beyond loopback is
-  // refused unless this is set (and token_file is). Default: false.
+  // HTTPS: the server's certificate chain (PEM, the server's certificate
+  // first) and its private key (PEM; the file must not be readable by group
+  // or others). Set both or neither. With them spoold speaks only TLS 1.2
+  // or later on its port, health checks included. Default: empty (plain
+  // HTTP).
+  std::string tls_certificate_file;
+  std::string tls_key_file;
+
+  // Mutual TLS: a PEM file of the CAs whose certificates clients must
+  // present; a client without one is refused during the handshake. Needs
+  // tls_certificate_file. Tokens are still required as usual. Default:
+  // empty (no client certificate asked for).
+  std::string tls_client_ca_file;
+
+  // A listen address beyond loopback is refused without token_file, and
+  // without TLS (tls_certificate_file) unless this is set: plain HTTP sends
+  // tokens and payloads in clear. Default: false.
   bool allow_insecure = false;
 
   // The largest request body accepted; a larger one gets 413. Default:
