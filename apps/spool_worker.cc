@@ -3,7 +3,8 @@
 //
 //   spool-worker --connect HOST:PORT --secret-file F [--types noop,sleep]
 //                [--concurrency N] [--node NAME] [--config FILE] [--log FILE]
-//                [--reconnect-max-ms M]
+//                [--reconnect-max-ms M] [--close-timeout-ms M]
+//                [--tls-certificate PEM --tls-key PEM --tls-ca PEM]
 //
 // Serves the built-in `noop` (succeeds at once), `sleep` (the payload:
 // milliseconds, as text) and `http.post` (webhook delivery, spoold's
@@ -15,7 +16,9 @@
 // "TASK ATTEMPT" for every attempt started, for tests. --reconnect-max-ms
 // caps the backoff between reconnection attempts (RemoteWorkerOptions::
 // reconnect_max, default 5000), for a queue node that restarts often
-// (spool-torture --remote-workers). Runs until SIGINT or SIGTERM.
+// (spool-torture --remote-workers). The --tls-* files connect over TLS to
+// a gateway with remote.tls_* set (RemoteWorkerOptions::tls_*). Runs until
+// SIGINT or SIGTERM.
 
 #include <atomic>
 #include <chrono>
@@ -59,7 +62,8 @@ int Usage(const std::string& why) {
                    "\nusage: spool-worker --connect HOST:PORT --secret-file F "
                    "[--types noop,sleep,http.post] [--concurrency N] "
                    "[--node NAME] [--config FILE] [--log FILE] "
-                   "[--reconnect-max-ms M] [--close-timeout-ms M]\n"
+                   "[--reconnect-max-ms M] [--close-timeout-ms M] "
+                   "[--tls-certificate PEM --tls-key PEM --tls-ca PEM]\n"
                    "  --config: spoold's TOML file; http.post needs its "
                    "[handlers.\"http.post\"] allow\n"
             << std::flush;
@@ -119,6 +123,12 @@ std::string Parse(int argc, char** argv, Args* args) {
       args->close_timeout = std::chrono::milliseconds(n);
     } else if (flag == "--node") {
       args->options.node = value;
+    } else if (flag == "--tls-certificate") {
+      args->options.tls_certificate_file = value;
+    } else if (flag == "--tls-key") {
+      args->options.tls_key_file = value;
+    } else if (flag == "--tls-ca") {
+      args->options.tls_ca_file = value;
     } else if (flag == "--config") {
       args->config = value;
     } else if (flag == "--log") {

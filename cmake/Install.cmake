@@ -44,8 +44,8 @@ install(FILES
 # libspool.so links them itself and lists them as .private, for --static.
 # CAF has no .pc file, so it goes in by name.
 string(JOIN ", " SPOOL_PC_REQUIRES "rocksdb >= 7.8" "spdlog >= 1.10"
-       "flatbuffers >= 2.0.8" "tomlplusplus >= 3.3" "libcrypto")
-set(SPOOL_PC_LIBS "-lcaf_io -lcaf_core -pthread")
+       "flatbuffers >= 2.0.8" "tomlplusplus >= 3.3" "libssl" "libcrypto")
+set(SPOOL_PC_LIBS "-lcaf_openssl -lcaf_io -lcaf_core -pthread")
 if(BUILD_SHARED_LIBS)
   set(SPOOL_PC_REQUIRES_LINE "Requires.private: ${SPOOL_PC_REQUIRES}")
   set(SPOOL_PC_LIBS_LINE "Libs: -L\${libdir} -lspool")

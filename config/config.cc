@@ -509,9 +509,18 @@ const std::vector<KeySpec>& Registry() {
       IntegerKey<&Options::remote_claim_ahead, 0, 4096>(
           "remote", "claim_ahead",
           "Tasks leased to a remote worker beyond its concurrency."),
+      StringKey<&Options::remote_tls_certificate_file, /*kAllowEmpty=*/true>(
+          "remote", "tls_certificate_file",
+          "The gateway's TLS certificate (PEM); \"\": no TLS."),
+      StringKey<&Options::remote_tls_key_file, /*kAllowEmpty=*/true>(
+          "remote", "tls_key_file", "The gateway's TLS private key (PEM)."),
+      StringKey<&Options::remote_tls_ca_file, /*kAllowEmpty=*/true>(
+          "remote", "tls_ca_file",
+          "The CA that signed the workers' certificates (PEM)."),
       BooleanKey<&Options::remote_allow_insecure>(
           "remote", "allow_insecure",
-          "Let remote.listen be beyond loopback (a trusted network only)."),
+          "Let remote.listen be beyond loopback without TLS (a trusted "
+          "network only)."),
       EnumKey<&Options::log_level, LogLevelName, LogLevel::kTrace,
               LogLevel::kDebug, LogLevel::kInfo, LogLevel::kWarn,
               LogLevel::kError, LogLevel::kOff>(

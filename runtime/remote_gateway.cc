@@ -5,6 +5,7 @@
 
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
+#include <caf/openssl/publish.hpp>
 #include <spdlog/spdlog.h>
 
 #include "actors/gateway_door.h"
@@ -51,9 +52,12 @@ Status RuntimeImpl::StartGateway() {
   gateway_door_ =
       actors::SpawnGatewayDoor(*actor_system_, gateway_, std::move(secret));
   CloseNamedActors(*actor_system_);
-  auto published = actor_system_->middleman().publish(
-      gateway_door_, port, host.empty() ? nullptr : host.c_str(),
-      /*reuse_addr=*/true);
+  const char* in = host.empty() ? nullptr : host.c_str();
+  const bool tls = RemoteTls().enabled();
+  auto published =
+      tls ? caf::openssl::publish(gateway_door_, port, in, /*reuse=*/true)
+          : actor_system_->middleman().publish(gateway_door_, port, in,
+                                               /*reuse_addr=*/true);
   if (!published) {
     caf::anon_send(gateway_door_, actors::DoorStop{});
     gateway_door_ = nullptr;
@@ -64,8 +68,9 @@ Status RuntimeImpl::StartGateway() {
         "\": cannot listen there: " + actor_system_->render(published.error()));
   }
   gateway_port_ = *published;
-  Logger()->info("remote workers' gateway listens on {}:{}", host,
-                 gateway_port_);
+  Logger()->info("remote workers' gateway listens on {}:{} ({})", host,
+                 gateway_port_,
+                 tls ? "TLS, worker certificates required" : "plain BASP");
   return Status::OK();
 }
 

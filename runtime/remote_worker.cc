@@ -18,6 +18,7 @@
 
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
+#include <caf/openssl/remote_actor.hpp>
 #include <spdlog/spdlog.h>
 
 #include "actors/actors.h"
@@ -25,6 +26,7 @@
 #include "actors/handler_registry.h"
 #include "actors/network_facing.h"
 #include "actors/remote_protocol.h"
+#include "runtime/remote_tls.h"
 #include "runtime/runtime_impl.h"
 #include "util/logging.h"
 
@@ -144,6 +146,10 @@ class RemoteWorkerImpl final : public RemoteWorker {
         proof, actors::DoorProof(secret_, worker_nonce, door_nonce));
   }
   const RemoteWorkerOptions& options() const { return options_; }
+  RemoteTlsFiles tls() const {
+    return {options_.tls_certificate_file, options_.tls_key_file,
+            options_.tls_ca_file};
+  }
   void Answered(const Status& status) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!first_answer_) first_answer_ = status;
@@ -384,7 +390,10 @@ caf::behavior NodeBehavior(NodeActor* self, RemoteWorkerImpl* worker,
         auto& st = self->state;
         if (st.refused) return;
         if (!st.gateway) {
-          auto gateway = self->system().middleman().remote_actor(host, port);
+          auto gateway =
+              st.worker->tls().enabled()
+                  ? caf::openssl::remote_actor(self->system(), host, port)
+                  : self->system().middleman().remote_actor(host, port);
           if (!gateway) {
             Logger()->info("cannot reach the gateway at {}:{}: {}", host, port,
                            self->system().render(gateway.error()));
@@ -527,6 +536,7 @@ Status RemoteWorkerImpl::Connect() {
   config_ = std::make_unique<caf::actor_system_config>();
   config_->set("scheduler.max-threads", size_t{2});
   LoadMiddleman(config_.get());
+  if (tls().enabled()) LoadRemoteTls(config_.get(), tls());
   system_ = std::make_unique<caf::actor_system>(*config_);
   CloseNamedActors(*system_);
   for (uint32_t i = 0; i < options_.concurrency; ++i) {
@@ -608,6 +618,12 @@ Status RemoteWorker::Create(RemoteWorkerOptions options,
     return Status::InvalidArgument(
         "RemoteWorkerOptions::concurrency must be in [1, 4096], got " +
         std::to_string(options.concurrency));
+  }
+  if (Status s = CheckRemoteTls("RemoteWorkerOptions::tls_",
+                                {options.tls_certificate_file,
+                                 options.tls_key_file, options.tls_ca_file});
+      !s.ok()) {
+    return s;
   }
   std::string secret = options.secret;
   if (secret.empty()) {

@@ -12,6 +12,7 @@
 #include "actors/scheduler.h"
 #include "actors/worker.h"
 #include "actors/writer.h"
+#include "runtime/remote_tls.h"
 #include "util/logging.h"
 #include "util/schedule.h"
 #include "util/thread_name.h"
@@ -217,6 +218,7 @@ void RuntimeImpl::StartActorSystem() {
   // workers may connect: without [remote] nothing of it runs.
   if (!options_.remote_listen.empty() && !read_only_) {
     LoadMiddleman(actor_config_.get());
+    if (RemoteTls().enabled()) LoadRemoteTls(actor_config_.get(), RemoteTls());
   }
   actor_system_ = std::make_unique<caf::actor_system>(*actor_config_);
 }
@@ -235,6 +237,11 @@ Status RuntimeImpl::OpenInternal() {
   SetUpCallbacks();
   Status s = OpenStore();
   if (!s.ok()) return s;
+  if (!options_.remote_listen.empty()) {
+    // Before CAF sees them: it would end the process on a bad file.
+    s = CheckRemoteTls("remote.tls_", RemoteTls());
+    if (!s.ok()) return s;
+  }
   OpenStartLog();
 
   StartActorSystem();

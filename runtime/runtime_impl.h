@@ -22,6 +22,7 @@
 #include "runtime/admission.h"
 #include "runtime/gate_checker.h"
 #include "runtime/progress_feed.h"
+#include "runtime/remote_tls.h"
 #include "runtime/test_hooks.h"
 #include "runtime/thread_executor.h"
 #include "storage/queries.h"
@@ -193,6 +194,11 @@ class RuntimeImpl final : public Runtime {
   // and publishes it (runtime/remote_gateway.cc). Start lets it hand out
   // leases; Close settles its leases and unpublishes it.
   Status StartGateway();
+  // The gateway's TLS files, from options_ (none set: plain BASP).
+  RemoteTlsFiles RemoteTls() const {
+    return {options_.remote_tls_certificate_file, options_.remote_tls_key_file,
+            options_.remote_tls_ca_file};
+  }
   void StopGateway();
   // Start: the retention actor, unless every retention age is 0.
   void StartRetention();

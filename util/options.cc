@@ -298,12 +298,16 @@ Status ValidateRemote(const Options& o) {
         "remote.listen is set: a gateway without one would hand tasks "
         "to any peer");
   }
-  if (!o.remote_allow_insecure &&
+  const bool tls = !o.remote_tls_certificate_file.empty() ||
+                   !o.remote_tls_key_file.empty() ||
+                   !o.remote_tls_ca_file.empty();
+  if (!tls && !o.remote_allow_insecure &&
       !IsLoopbackHost(o.remote_listen.substr(0, colon))) {
     return bad("remote.listen \"" + o.remote_listen +
-               "\" is beyond loopback, and the gateway's traffic is not "
-               "encrypted: listen on 127.0.0.1 (and reach it through an "
-               "encrypted tunnel), or on a trusted network only set "
+               "\" is beyond loopback, and the gateway's traffic would not "
+               "be encrypted: set remote.tls_certificate_file, "
+               "remote.tls_key_file and remote.tls_ca_file, or listen on "
+               "127.0.0.1, or on a trusted network only set "
                "remote.allow_insecure = true");
   }
   return Status::OK();

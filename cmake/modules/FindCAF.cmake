@@ -6,7 +6,8 @@
 #   find_package(CAF 0.17 [REQUIRED])
 #
 # Defines CAF::core (libcaf_core, with Threads::Threads), the name CAF 0.18+
-# exports, unless a target of that name exists already, and
+# exports, CAF::io (libcaf_io) and CAF::openssl (libcaf_openssl), unless
+# targets of those names exist already, and
 #   CAF_FOUND, CAF_VERSION (e.g. 0.17.6), CAF_INCLUDE_DIR, CAF_CORE_LIBRARY.
 #
 # CAF's API changed incompatibly between 0.17 and 0.18 (typed interfaces,
@@ -20,7 +21,10 @@ find_path(CAF_INCLUDE_DIR caf/all.hpp)
 find_library(CAF_CORE_LIBRARY NAMES caf_core)
 # libcaf_io: the middleman (publish, remote_actor) of remote workers.
 find_library(CAF_IO_LIBRARY NAMES caf_io)
-mark_as_advanced(CAF_INCLUDE_DIR CAF_CORE_LIBRARY CAF_IO_LIBRARY)
+# libcaf_openssl: the same over TLS (remote.tls_*).
+find_library(CAF_OPENSSL_LIBRARY NAMES caf_openssl)
+mark_as_advanced(CAF_INCLUDE_DIR CAF_CORE_LIBRARY CAF_IO_LIBRARY
+                 CAF_OPENSSL_LIBRARY)
 
 # caf/config.hpp: #define CAF_VERSION 1706 for 0.17.6.
 set(CAF_VERSION "")
@@ -45,7 +49,8 @@ if(CAF_VERSION AND (CAF_VERSION VERSION_LESS 0.17 OR
   set(_caf_series_ok FALSE)
 endif()
 find_package_handle_standard_args(CAF
-  REQUIRED_VARS CAF_CORE_LIBRARY CAF_IO_LIBRARY CAF_INCLUDE_DIR _caf_series_ok
+  REQUIRED_VARS CAF_CORE_LIBRARY CAF_IO_LIBRARY CAF_OPENSSL_LIBRARY
+                CAF_INCLUDE_DIR _caf_series_ok
   VERSION_VAR CAF_VERSION
   REASON_FAILURE_MESSAGE
     "spool needs CAF 0.17.x (found '${CAF_VERSION}'): apt-get install libcaf-dev")
@@ -64,4 +69,11 @@ if(CAF_FOUND AND NOT TARGET CAF::io)
     IMPORTED_LOCATION "${CAF_IO_LIBRARY}"
     INTERFACE_INCLUDE_DIRECTORIES "${CAF_INCLUDE_DIR}"
     INTERFACE_LINK_LIBRARIES CAF::core)
+endif()
+if(CAF_FOUND AND NOT TARGET CAF::openssl)
+  add_library(CAF::openssl UNKNOWN IMPORTED)
+  set_target_properties(CAF::openssl PROPERTIES
+    IMPORTED_LOCATION "${CAF_OPENSSL_LIBRARY}"
+    INTERFACE_INCLUDE_DIRECTORIES "${CAF_INCLUDE_DIR}"
+    INTERFACE_LINK_LIBRARIES CAF::io)
 endif()

@@ -355,7 +355,7 @@ struct Options {
   // "HOST:PORT" where the worker gateway listens for spool-worker
   // processes (spool::RemoteWorker); "" keeps it off and the runtime
   // takes no network work at all. Beyond loopback, Open refuses it
-  // unless remote_allow_insecure is set.
+  // without TLS (remote_tls_*) unless remote_allow_insecure is set.
   // Default: "" (off).
   std::string remote_listen;
   // A file holding the shared secret every remote worker must present
@@ -373,11 +373,20 @@ struct Options {
   // The most tasks leased to one remote worker beyond its declared
   // concurrency, so that it never waits for a round trip. Default: 16.
   int remote_claim_ahead = 16;
-  // Lets remote_listen be beyond loopback. The gateway's traffic is not
-  // encrypted: whoever can read it sees payloads and session keys (never
-  // the secret), and whoever reaches the port can send CAF messages before
-  // the handshake (docs/security.md). Only for a trusted network.
-  // Default: false.
+  // TLS for the gateway (libcaf_openssl): the gateway's certificate and
+  // private key (PEM; the key file must not be readable by group or
+  // others), and the CA that signed the workers' certificates. All three or
+  // none. With them, every worker must present a certificate of that CA
+  // before any CAF message is read, and the traffic is encrypted; the
+  // secret's challenge-response still follows. Default: "" (plain BASP).
+  std::string remote_tls_certificate_file;
+  std::string remote_tls_key_file;
+  std::string remote_tls_ca_file;
+  // Lets remote_listen be beyond loopback without TLS. The gateway's
+  // traffic is then not encrypted: whoever can read it sees payloads and
+  // session keys (never the secret), and whoever reaches the port can send
+  // CAF messages before the handshake (docs/security.md). Only for a
+  // trusted network. Default: false.
   bool remote_allow_insecure = false;
 
   // ---- Retention (config section [retention]) ----

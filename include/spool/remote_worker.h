@@ -49,6 +49,15 @@ struct RemoteWorkerOptions {
   std::chrono::milliseconds reconnect_max = std::chrono::seconds(5);
   // The largest result a handler may set. Default: 1 MiB.
   size_t max_result_bytes = size_t{1} << 20;
+  // TLS, for a gateway with remote.tls_* set: this worker's certificate
+  // and private key (PEM; the key file must not be readable by group or
+  // others), and the CA that signed the gateway's certificate. All three or
+  // none; a gateway with TLS refuses a worker without them, and a worker
+  // with them refuses a gateway whose certificate that CA did not sign.
+  // Default: "" (plain BASP).
+  std::string tls_certificate_file;
+  std::string tls_key_file;
+  std::string tls_ca_file;
 };
 
 // Thread safe. Destroying it closes it.
