@@ -1,10 +1,11 @@
 // spool-remote-bench: remote workers' figures (docs/benchmarks.md, "Remote
 // workers"): drain throughput with 1, 2 and 4 spool-worker processes
 // running `sleep 5 ms` at concurrency 16; no-op tasks through 2 remote
-// workers beside the in-process drain; lease expiry to re-dispatch.
+// workers beside the in-process drain; lease expiry to re-dispatch; the
+// no-op drain through 2 workers over TLS beside plain BASP.
 //
 //   spool-remote-bench [--dir DIR] [--rounds N] [--scenario
-//   sleep|noop|lease]...
+//   sleep|noop|lease|tls]...
 //
 // Real processes on loopback, a real store (durability relaxed, as the
 // drain figures of spool-bench use). Each scenario runs N rounds (default
@@ -83,6 +84,9 @@ class Child {
 struct Bench {
   std::string dir;
   int port = 0;
+  // The gateway and its workers use TLS, with the PKI in dir/certs
+  // (tests/security/make_test_certs.sh).
+  bool tls = false;
   std::unique_ptr<spool::Runtime> runtime;
   std::vector<std::unique_ptr<Child>> workers;
 
@@ -103,6 +107,11 @@ struct Bench {
       options.remote_secret_file = secret;
       options.remote_lease = lease;
       options.remote_heartbeat = lease / 5;
+      if (tls) {
+        options.remote_tls_certificate_file = dir + "/certs/server.pem";
+        options.remote_tls_key_file = dir + "/certs/server.key";
+        options.remote_tls_ca_file = dir + "/certs/ca.pem";
+      }
     }
     spool::Status s = spool::Runtime::Open(options, &runtime);
     if (!s.ok()) return s;
@@ -134,6 +143,12 @@ struct Bench {
       if (!log_prefix.empty()) {
         args.push_back("--log");
         args.push_back(log_prefix + std::to_string(i) + ".log");
+      }
+      if (tls) {
+        const std::string certs = dir + "/certs/";
+        args.insert(args.end(),
+                    {"--tls-certificate", certs + "client.pem", "--tls-key",
+                     certs + "client.key", "--tls-ca", certs + "ca.pem"});
       }
       workers.push_back(std::make_unique<Child>(args));
     }
@@ -211,8 +226,8 @@ bool ParseArgs(int argc, char** argv, Args* args) {
     } else if (arg == "--rounds") {
       args->rounds = std::atoi(value.c_str());
       if (args->rounds < 1 || args->rounds > 100) return false;
-    } else if (arg == "--scenario" &&
-               (value == "sleep" || value == "noop" || value == "lease")) {
+    } else if (arg == "--scenario" && (value == "sleep" || value == "noop" ||
+                                       value == "lease" || value == "tls")) {
       args->scenarios.push_back(value);
     } else {
       return false;
@@ -277,6 +292,36 @@ bool NoopScenario(Bench& bench, int rounds) {
             << ",rounds=" << Rounds(remote) << "\n"
             << "noop_in_process,median,4 local," << kTasks << ","
             << Median(local) << ",rounds=" << Rounds(local) << "\n";
+  return true;
+}
+
+// No-op tasks through 2 remote processes over plain BASP and over TLS, the
+// rounds alternated; the ratio of medians.
+bool TlsScenario(Bench& bench, int rounds) {
+  const std::string make_certs =
+      std::string("bash ") + SPOOL_MAKE_TEST_CERTS + " " + bench.dir + "/certs";
+  if (std::system(make_certs.c_str()) != 0) return false;
+  constexpr int kTasks = 50000;
+  std::vector<double> plain, tls;
+  for (int round = 0; round < rounds; ++round) {
+    for (bool use_tls : {false, true}) {
+      bench.tls = use_tls;
+      if (!bench.Open("noop_tls", 0, std::chrono::seconds(10)).ok())
+        return false;
+      bench.Spawn(2, 16);
+      (use_tls ? tls : plain).push_back(bench.Drain("noop", "", kTasks));
+      bench.Close();
+      std::cout << (use_tls ? "noop_remote_tls" : "noop_remote_plain")
+                << ",round=" << round + 1 << ",2," << kTasks << ","
+                << (use_tls ? tls : plain).back() << "\n";
+    }
+  }
+  bench.tls = false;
+  std::cout << "noop_remote_plain,median,2," << kTasks << "," << Median(plain)
+            << ",rounds=" << Rounds(plain) << "\n"
+            << "noop_remote_tls,median,2," << kTasks << "," << Median(tls)
+            << ",of_plain=" << Median(tls) / Median(plain)
+            << ",rounds=" << Rounds(tls) << "\n";
   return true;
 }
 
@@ -349,7 +394,8 @@ int main(int argc, char** argv) {
   Args args;
   if (!ParseArgs(argc, argv, &args)) {
     std::cerr << "usage: " << argv[0]
-              << " [--dir DIR] [--rounds N] [--scenario sleep|noop|lease]...\n";
+              << " [--dir DIR] [--rounds N] [--scenario "
+                 "sleep|noop|lease|tls]...\n";
     return 2;
   }
   Bench bench;
@@ -360,5 +406,6 @@ int main(int argc, char** argv) {
   if (ok && args.Wants("sleep")) ok = SleepScenario(bench, args.rounds);
   if (ok && args.Wants("noop")) ok = NoopScenario(bench, args.rounds);
   if (ok && args.Wants("lease")) ok = LeaseScenario(bench, args.rounds);
+  if (ok && args.Wants("tls")) ok = TlsScenario(bench, args.rounds);
   return ok ? 0 : 1;
 }
