@@ -49,13 +49,15 @@ std::string HostName(std::string_view host_header) {
     if (name.find(':', colon + 1) != std::string_view::npos) return "";
     name = name.substr(0, colon);
   }
-  // A name is letters, digits, '-', '.', or an IPv6 literal in brackets.
-  for (char c : name) {
+  // A name is letters, digits, '-' and '.'; an IPv6 literal is hex
+  // digits, ':' and '.' in brackets. Nothing else reaches the allow-list.
+  const bool literal = !name.empty() && name.front() == '[';
+  std::string_view inner = literal ? name.substr(1, name.size() - 2) : name;
+  for (char c : inner) {
     unsigned char u = static_cast<unsigned char>(c);
-    if (!std::isalnum(u) && c != '-' && c != '.' && c != '[' && c != ']' &&
-        c != ':') {
-      return "";
-    }
+    bool allowed = literal ? std::isxdigit(u) || c == ':' || c == '.'
+                           : std::isalnum(u) || c == '-' || c == '.';
+    if (!allowed) return "";
   }
   return Lower(name);
 }
