@@ -97,12 +97,16 @@ int main(int argc, char** argv) {
   if (post.rfind("HTTP/1.1 403", 0) != 0) return Fail("post", post);
   spool::Result<spool::TaskId> id = runtime->Enqueue("mine", "").stored.Wait();
   if (!id.ok()) return Fail("enqueue", id.status().ToString());
-  for (int i = 0; i < 500 && runs.load() == 0; ++i)
+  // The handler returns before its outcome is committed: wait for the
+  // stored status, not for the handler's counter (bounded: 10 s).
+  std::string task;
+  for (int i = 0; i < 1000; ++i) {
+    task = Ask(server->port(),
+               "GET /v1/tasks/" + std::to_string(*id) +
+                   " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+    if (task.find("\"status\":\"succeeded\"") != std::string::npos) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  std::string task =
-      Ask(server->port(),
-          "GET /v1/tasks/" + std::to_string(*id) +
-              " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+  }
   server->Stop();
   spool::Result<void> closed = runtime->Close().Wait();
   server.reset();
