@@ -7,8 +7,7 @@
 // same name and leaving others (e.g. crash inputs added by hand) alone. Run
 // it again after a change to the record schema, the key layout or
 // config/spool.toml, and commit the result. Seeds stay small: each under
-// 16 KiB (the largest, fuzz_record/task-error-cut, holds an error text of
-// kMaxErrorBytes twice, as last error and as failure entry).
+// 32 KiB (the largest, fuzz_config/shipped, is config/spool.toml itself).
 
 #include <cstdint>
 #include <cstdio>
@@ -24,8 +23,11 @@
 #include <spool/options.h>
 #include <spool/task.h>
 
+#include <caf/binary_serializer.hpp>
 #include <flatbuffers/flatbuffers.h>
 
+#include "actors/messages.h"
+#include "actors/remote_protocol.h"
 #include "storage/json_writer.h"
 #include "storage/keys.h"
 #include "storage/record.h"
@@ -40,7 +42,7 @@ using storage::FailureEntry;
 using storage::SpecRecord;
 using storage::StateRecord;
 
-constexpr size_t kMaxSeedBytes = 16384;
+constexpr size_t kMaxSeedBytes = 32768;
 
 class CorpusWriter {
  public:
@@ -671,6 +673,84 @@ void WriteJson(CorpusWriter* out) {
   out->Write(t, "time-min", std::string("\x80\0\0\0\0\0\0\0rest", 12));
 }
 
+// Requests as a client sends them: every route's shape, the guard's
+// headers, and the attacks of tests/security/spoold_attack_test.py.
+void WriteHttpRequests(CorpusWriter* out) {
+  const std::string_view t = "fuzz_http_request";
+  const std::string auth =
+      "Authorization: Bearer 0123456789abcdef-fuzz-token\r\n";
+  auto post = [&](std::string_view target, const std::string& body) {
+    return "POST " + std::string(target) +
+           " HTTP/1.1\r\nHost: 127.0.0.1:8470\r\n" + auth +
+           "Content-Type: application/json\r\nContent-Length: " +
+           std::to_string(body.size()) + "\r\n\r\n" + body;
+  };
+  out->Write(t, "get-tasks",
+             "GET /v1/tasks?status=failed&type=email&limit=50&order=oldest"
+             "&payload=true&created_from=2026-01-01T00:00:00Z HTTP/1.1\r\n"
+             "Host: localhost\r\n" +
+                 auth + "\r\n");
+  out->Write(t, "get-events",
+             "GET /v1/events?status=running&cursor=abc%20def+x HTTP/1.1\r\n"
+             "Host: [::1]:8470\r\nAccept: text/event-stream\r\n\r\n");
+  out->Write(t, "post-task",
+             post("/v1/tasks",
+                  "{\"type\":\"email\",\"payload\":{\"to\":\"a@b\"},"
+                  "\"priority\":3,\"delay_ms\":100,\"group\":\"g\","
+                  "\"retry\":{\"max_attempts\":3,\"backoff\":"
+                  "\"exponential\",\"initial_delay_ms\":10}}"));
+  out->Write(t, "post-batch",
+             post("/v1/tasks:batch",
+                  "{\"tasks\":[{\"type\":\"a\"},{\"type\":\"b\","
+                  "\"payload_base64\":\"AAEC\"}]}"));
+  out->Write(t, "post-purge",
+             post("/v1/purge",
+                  "{\"statuses\":[\"succeeded\"],"
+                  "\"older_than_ms\":86400000}"));
+  out->Write(t, "post-retry", post("/v1/tasks/7/retry", "{\"retry\":{}}"));
+  out->Write(
+      t, "deep-body",
+      post("/v1/tasks", "{\"type\":\"x\",\"payload\":" + std::string(100, '[') +
+                            std::string(100, ']') + "}"));
+  out->Write(t, "chunked",
+             "POST /v1/tasks HTTP/1.1\r\nHost: localhost\r\n" + auth +
+                 "Transfer-Encoding: chunked\r\n\r\n"
+                 "e\r\n{\"type\":\"x\"}\r\n0\r\n\r\n");
+  out->Write(t, "rebind-host",
+             "GET /v1/counts HTTP/1.1\r\nHost: Rebind.Example:80\r\n"
+             "Authorization: bearer wrong\r\n\r\n");
+}
+
+// A hello as CAF serializes it, valid and at the limits, and the outcome
+// message the door passes on.
+void WriteRemoteHellos(CorpusWriter* out) {
+  const std::string_view t = "fuzz_remote_hello";
+  auto bytes = [out](auto&... values) {
+    std::vector<char> buffer;
+    caf::binary_serializer sink{nullptr, buffer};
+    if (sink(values...)) out->Fail("a hello seed does not serialize");
+    return std::string(buffer.begin(), buffer.end());
+  };
+  actors::RemoteHello hello;
+  hello.door_nonce = std::string(actors::kNonceHexBytes, 'a');
+  hello.worker_nonce = std::string(actors::kNonceHexBytes, 'b');
+  hello.node = "host-1/4242";
+  hello.types = {"email", "resize"};
+  hello.concurrency = 16;
+  hello.proof = actors::WorkerProof("fuzz-secret-of-32-bytes-or-so!!!", hello);
+  out->Write(t, "hello", bytes(hello));
+  actors::RemoteHello wide = hello;
+  wide.node = std::string(actors::kMaxNodeNameBytes + 1, 'n');
+  wide.types.assign(4, std::string(actors::kMaxHelloTypeBytes, 't'));
+  out->Write(t, "hello-over-limits", bytes(wide));
+  uint64_t session = 3;
+  std::string key(64, 'k');
+  std::vector<actors::RemoteOutcome> outcomes(2);
+  outcomes[0].message = "failed";
+  outcomes[1].has_result = true;
+  outcomes[1].result = "{\"ok\":true}";
+  out->Write(t, "outcome", bytes(session, key, outcomes));
+}
 }  // namespace
 }  // namespace spool::fuzz
 
@@ -684,6 +764,8 @@ int main(int argc, char** argv) {
   spool::fuzz::WriteKeys(&out);
   spool::fuzz::WriteConfig(&out, SPOOL_SOURCE_DIR);
   spool::fuzz::WriteJson(&out);
+  spool::fuzz::WriteHttpRequests(&out);
+  spool::fuzz::WriteRemoteHellos(&out);
   if (out.failed()) return 1;
   std::printf("make_corpus: wrote %d seeds under %s\n", out.written(), argv[1]);
   return 0;
