@@ -31,10 +31,12 @@
 #include <string_view>
 #include <vector>
 
+#include <spool/backup.h>
 #include <spool/config.h>
 #include <spool/runtime.h>
 
 #include "storage/json_writer.h"
+#include "storage/record_json.h"
 #include "storage/task_store.h"
 
 namespace {
@@ -626,12 +628,82 @@ int Purge(const Common& common, const std::vector<std::string>& statuses,
   return kExitOk;
 }
 
+std::string BackupJson(const spool::BackupInfo& info) {
+  std::string created;
+  spool::storage::AppendRfc3339(info.created_unix_seconds * 1'000'000,
+                                &created);
+  return "{\"id\":" + std::to_string(info.id) +
+         ",\"created_at\":" + Json(created) +
+         ",\"size_bytes\":" + std::to_string(info.size_bytes) +
+         ",\"files\":" + std::to_string(info.files) +
+         ",\"sequence\":" + std::to_string(info.sequence) +
+         ",\"format_version\":" + std::to_string(info.format_version) + "}";
+}
+
+std::string BackupLine(const spool::BackupInfo& info) {
+  std::string created;
+  spool::storage::AppendRfc3339(info.created_unix_seconds * 1'000'000,
+                                &created);
+  return "backup " + std::to_string(info.id) + ": " + created + ", " +
+         std::to_string(info.files) + " files, " +
+         std::to_string(info.size_bytes) + " bytes, sequence " +
+         std::to_string(info.sequence) + ", format " +
+         std::to_string(info.format_version);
+}
+
+// spool backup DIR DEST: a backup of a store no process holds (a running
+// spoold makes its own: POST /v1/backup).
+int Backup(const Common& common, const std::string& destination) {
+  std::unique_ptr<spool::Runtime> runtime;
+  if (int rc = OpenForWriting(common, &runtime); rc != kExitOk) return rc;
+  const auto& made = runtime->BackupTo(destination).Wait();
+  spool::Status closed = runtime->Close().Wait().status();
+  if (!made.ok()) return FailStatus(made.status());
+  if (!closed.ok()) return FailStatus(closed);
+  Print(common.json ? BackupJson(*made) + "\n"
+                    : BackupLine(*made) + " (" + destination + ")\n");
+  return kExitOk;
+}
+
+int Backups(const Common& common, const std::string& destination) {
+  std::vector<spool::BackupInfo> backups;
+  spool::Status s = spool::ListBackups(destination, &backups);
+  if (!s.ok()) return FailStatus(s);
+  std::string out;
+  if (common.json) {
+    out = "[";
+    for (size_t i = 0; i < backups.size(); ++i) {
+      out += (i > 0 ? "," : "") + BackupJson(backups[i]);
+    }
+    out += "]\n";
+  } else {
+    for (const spool::BackupInfo& info : backups)
+      out += BackupLine(info) + "\n";
+    if (backups.empty()) out = "no backups in " + destination + "\n";
+  }
+  Print(out);
+  return kExitOk;
+}
+
+int Restore(const std::string& destination, const std::string& dir,
+            const std::optional<uint32_t>& id) {
+  spool::RestoreOptions options;
+  options.id = id;
+  spool::BackupInfo restored;
+  spool::Status s = spool::RestoreBackup(destination, dir, options, &restored);
+  if (!s.ok()) return FailStatus(s);
+  Print("restored " + BackupLine(restored) + " of " + destination + " into " +
+        dir + "\n");
+  return kExitOk;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{
       "spool: inspect a spool queue's directory (also while another process "
-      "runs it), and retry, cancel or purge tasks of one no process holds.",
+      "runs it); retry, cancel or purge tasks of one no process holds, back "
+      "it up and restore it.",
       "spool"};
   app.require_subcommand(1);
   Common common;
@@ -728,6 +800,24 @@ int main(int argc, char** argv) {
                    "only tasks finished at least this many seconds ago")
       ->check(CLI::NonNegativeNumber);
 
+  std::string destination;
+  CLI::App* backup = app.add_subcommand(
+      "backup", "back up DIR (no process may hold it) into DEST");
+  add_dir(backup);
+  backup->add_option("DEST", destination, "the backup directory")->required();
+  add_json(backup);
+  CLI::App* backups =
+      app.add_subcommand("backups", "list the backups in DEST, oldest first");
+  backups->add_option("DEST", destination, "the backup directory")->required();
+  add_json(backups);
+  std::optional<uint32_t> restore_id;
+  CLI::App* restore = app.add_subcommand(
+      "restore", "restore a backup of DEST into DIR (new or empty)");
+  restore->add_option("DEST", destination, "the backup directory")->required();
+  add_dir(restore);
+  restore->add_option("--id", restore_id, "which backup (default: the newest)")
+      ->check(CLI::Range(uint32_t{1}, UINT32_MAX));
+
   for (CLI::App* command : app.get_subcommands({})) command->fallthrough();
 
   // The first word that is not a flag or a flag's value names the command;
@@ -774,5 +864,8 @@ int main(int argc, char** argv) {
   if (*retry) return Mutate(common, "retry", id);
   if (*cancel) return Mutate(common, "cancel", id);
   if (*purge) return Purge(common, purge_statuses, older_than);
+  if (*backup) return Backup(common, destination);
+  if (*backups) return Backups(common, destination);
+  if (*restore) return Restore(destination, common.dir, restore_id);
   return Fail(kExitUsage, "no command (see spool --help)");
 }

@@ -495,6 +495,11 @@ const std::vector<KeySpec>& Registry() {
       IntegerKey<&Options::retention_batch_size, 1, 1'000'000>(
           "retention", "batch_size",
           "The most index entries one retention step examines."),
+      StringKey<&Options::backup_dir, /*kAllowEmpty=*/true>(
+          "backup", "dir",
+          "Where Backup() and POST /v1/backup put backups; \"\": off."),
+      IntegerKey<&Options::backup_keep, 1, 10'000>(
+          "backup", "keep", "How many backups to keep; older ones go."),
       StringKey<&Options::remote_listen, /*kAllowEmpty=*/true>(
           "remote", "listen", "HOST:PORT of the worker gateway; \"\": off."),
       StringKey<&Options::remote_secret_file, /*kAllowEmpty=*/true>(

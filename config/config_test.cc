@@ -175,7 +175,7 @@ TEST(ShippedConfigTest, DocumentsEveryKeyAndItsDefault) {
     EXPECT_THAT(line.comment, HasSubstr("Allowed: "))
         << "the comment above " << line.key << " must state what it allows";
   }
-  EXPECT_EQ(keys.size(), 42u);
+  EXPECT_EQ(keys.size(), 44u);
 }
 
 // A key added to the registry must also be documented in spool.toml.
@@ -183,7 +183,7 @@ TEST(ShippedConfigTest, SetsEveryKeyTheRegistryKnows) {
   std::set<std::string> documented = KeysIn(ReadText(ShippedConfigPath()));
   std::set<std::string> known = KeysIn(DescribeOptions(Options()));
   EXPECT_EQ(documented, known);
-  EXPECT_EQ(known.size(), 42u);
+  EXPECT_EQ(known.size(), 44u);
 }
 
 // ---------------------------------------------------------------------------
@@ -285,10 +285,11 @@ TEST(ParseOptionsTest, RejectsUnknownSectionWithSuggestion) {
 TEST(ParseOptionsTest, RejectsUnknownSectionListingTheKnownOnes) {
   EXPECT_THAT(
       ParseError("[database]\nx = 1\n"),
-      HasSubstr("database: unknown section; the sections are "
-                "[storage], [runtime], [writer], [retention], [remote], "
-                "[log] "
-                "(line 1)"));
+      HasSubstr(
+          "database: unknown section; the sections are "
+          "[storage], [runtime], [writer], [retention], [backup], [remote], "
+          "[log] "
+          "(line 1)"));
 }
 
 TEST(ParseOptionsTest, RejectsUnknownKeyWithSuggestion) {
@@ -805,7 +806,7 @@ TEST(OverrideTest, EveryIntegerRangeAgreesWithValidate) {
     }
     ++checked;
   }
-  EXPECT_EQ(checked, 21);
+  EXPECT_EQ(checked, 22);
 }
 
 // ---------------------------------------------------------------------------

@@ -1133,6 +1133,8 @@ void RuntimeImpl::RunClose(Promise<void> promise) {
   Status s = Await(committed);
   if (!s.ok() && result.ok()) result = s.WithContext("close");
   StopQueries();  // Queries and live queries: ends the watches.
+  // A backup holds a reader until its copy ends: stop it rather than wait.
+  store_->StopBackup();
   Promise<void> readers_stopped;
   caf::anon_send(readers_, actors::stop_atom::value,
                  completion(readers_stopped));

@@ -143,6 +143,8 @@ class RuntimeImpl final : public Runtime {
   Future<TaskInfo> GetTask(TaskId id) override;
   Future<ReencryptResult> ReencryptAll(ReencryptOptions options) override;
   Future<std::vector<SetAsideTask>> ListSetAside(size_t limit) override;
+  Future<BackupInfo> Backup() override;
+  Future<BackupInfo> BackupTo(std::string backup_dir) override;
   Future<StatusCounts> CountByStatus() override;
   Statistics GetStatistics() override;
   using Runtime::Drain;

@@ -532,6 +532,16 @@ Status ParseTaskQuery(std::string_view url_query, bool strict,
   return Status::OK();
 }
 
+std::string BackupJson(const BackupInfo& info) {
+  Timestamp created{std::chrono::seconds(info.created_unix_seconds)};
+  return "{\"id\":" + std::to_string(info.id) +
+         ",\"created_at\":" + JsonString(Rfc3339(created)) +
+         ",\"size_bytes\":" + std::to_string(info.size_bytes) +
+         ",\"files\":" + std::to_string(info.files) +
+         ",\"sequence\":" + std::to_string(info.sequence) +
+         ",\"format_version\":" + std::to_string(info.format_version) + "}";
+}
+
 std::string CountsJson(const TypeCounts& counts) {
   StatusCounts total;
   std::string by_type = "{";

@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include <spool/backup.h>
 #include <spool/query.h>
 #include <spool/status.h>
 #include <spool/task.h>
@@ -61,6 +62,10 @@ std::optional<std::string> UrlDecode(std::string_view text, bool plus_is_space);
 // {"pending": N, ...}, ...}}. by_status is the sum over types, so both come
 // from one snapshot.
 std::string CountsJson(const TypeCounts& counts);
+
+// {"id", "created_at" (RFC 3339), "size_bytes", "files", "sequence",
+// "format_version"}: a backup POST /v1/backup made.
+std::string BackupJson(const BackupInfo& info);
 
 // {"id", "status", "attempts", "max_attempts", "last_error", "failures":
 // [{"attempt", "at", "error"}]}.

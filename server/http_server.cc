@@ -1069,6 +1069,17 @@ void Connection::Dispatch(Request req) {
                       "{\"deleted\":" + std::to_string(deleted) + "}", version);
         });
   }
+  if (seg.size() == 2 && seg[1] == "backup") {
+    // Into backup.dir only: nothing the client sends names a path.
+    if (!post) return method_not_allowed("POST");
+    if (!body.empty()) {
+      return bad(Status::InvalidArgument(
+          "POST /v1/backup takes no body: backups go to backup.dir"));
+    }
+    return Answer(runtime->Backup(), [version](const BackupInfo& info) {
+      return Json(bhttp::status::created, BackupJson(info), version);
+    });
+  }
   if (seg.size() == 4 && seg[1] == "types" &&
       (seg[3] == "pause" || seg[3] == "resume")) {
     if (!post) return method_not_allowed("POST");

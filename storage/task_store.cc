@@ -428,6 +428,8 @@ Status VersionRefused(const std::string& path, uint32_t version) {
       std::to_string(kSchemaVersion) + " only" + advice);
 }
 
+}  // namespace
+
 // Creates directory `path` with mode 0700 when it does not exist: it will
 // hold every payload and error, and RocksDB's own mkdir follows the umask
 // (0755 under the usual 022, so that every user could list it and read the
@@ -441,8 +443,6 @@ Status CreatePrivateDirectory(const std::string& path, const char* what) {
   return Status::IOError(std::string("cannot create ") + what + " " + path +
                          ": " + std::strerror(errno));
 }
-
-}  // namespace
 
 Status TaskStore::PrepareReadOnly(rocksdb::DBOptions* db_options) {
   const std::string& path = options_.path;

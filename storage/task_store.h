@@ -39,9 +39,11 @@
 #define SPOOL_STORAGE_TASK_STORE_H_
 
 #include <array>
+#include <atomic>
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <shared_mutex>
 #include <string>
@@ -49,6 +51,7 @@
 #include <vector>
 
 #include <spool/app_batch.h>
+#include <spool/backup.h>
 #include <spool/options.h>
 #include <spool/status.h>
 
@@ -58,6 +61,7 @@
 #include "storage/state_cache.h"
 
 namespace rocksdb {
+class BackupEngine;
 class ColumnFamilyHandle;
 struct DBOptions;
 class DB;
@@ -381,6 +385,21 @@ class TaskStore {
   // keeps the store open meanwhile (a reader runs this).
   Status CompactAll(const ReadView& held);
 
+  // Makes a new backup of the store in `backup_dir` (created, mode 0700,
+  // when missing) with RocksDB's BackupEngine, then deletes the oldest
+  // backups beyond `keep` (0: none). The memtables are flushed first; the
+  // writer goes on committing meanwhile, and the backup holds every commit
+  // made before the call. `held` keeps the store open meanwhile (a reader
+  // runs this). Busy when another backup of this store is running;
+  // IOError or NotSupported from RocksDB, naming the directory.
+  // Thread safety: any thread (task_store_backup.cc).
+  Status CreateBackup(const ReadView& held, const std::string& backup_dir,
+                      uint32_t keep, BackupInfo* info);
+
+  // Makes a running CreateBackup stop, and every later one fail at once,
+  // with Aborted: for a close that must not wait for a long copy.
+  void StopBackup();
+
   // ---- For tests and tools ----
 
   // Overwrites a value of `tasks` under `key` (e.g. StateKey(id)) with raw
@@ -516,6 +535,12 @@ class TaskStore {
   // if any.
   mutable std::shared_mutex catch_up_mutex_;
   std::string temp_secondary_path_;
+  // The engine of the backup being made, for StopBackup; one at a time.
+  std::mutex backup_mutex_;
+  rocksdb::BackupEngine* running_backup_ =
+      nullptr;                    // GUARDED_BY(backup_mutex_)
+  bool backups_stopped_ = false;  // GUARDED_BY(backup_mutex_)
+  std::atomic<bool> backup_running_{false};
   // Whether the directory has the `app` family (a version 2 store opened
   // read-only does not); set by CheckLayout, true for a new directory.
   bool has_app_family_ = true;

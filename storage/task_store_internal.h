@@ -30,6 +30,10 @@ inline Status ReadOnlyStore(const std::string& path, std::string_view what) {
                                     std::string(what) + " is refused");
 }
 
+// Creates directory `path` with mode 0700 when it does not exist
+// (task_store.cc says why); `what` names it in errors.
+Status CreatePrivateDirectory(const std::string& path, const char* what);
+
 }  // namespace spool::storage
 
 #endif  // SPOOL_STORAGE_TASK_STORE_INTERNAL_H_

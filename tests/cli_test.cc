@@ -664,6 +664,60 @@ TEST(SpoolCli, MutationsOnAQueueNoProcessHolds) {
   ExpectOneLine(not_failed, {"FailedPrecondition"});
 }
 
+// spool backup, backups and restore on a store no process holds; the
+// restored store passes spool verify and holds the same tasks; a store
+// another process holds is not backed up from outside it.
+TEST(SpoolCli, BackupListAndRestore) {
+  TempDir dir;
+  std::string path = dir.Sub("queue");
+  std::string backups = dir.Sub("backups");
+  MakeQueue(path, 25);
+  Outcome made = Spool({"backup", path, backups, "--json"});
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  auto info = nlohmann::json::parse(made.out);
+  EXPECT_EQ(info["id"], 1);
+  EXPECT_GT(info["files"].get<int>(), 0);
+  EXPECT_EQ(info["format_version"], storage::kSchemaVersion);
+  ASSERT_EQ(Spool({"cancel", path, "3"}).exit_code, 0);
+  Outcome second = Spool({"backup", path, backups});
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  EXPECT_NE(second.out.find("backup 2:"), std::string::npos) << second.out;
+
+  Outcome listed = Spool({"backups", backups, "--json"});
+  ASSERT_EQ(listed.exit_code, 0) << listed.err;
+  auto list = nlohmann::json::parse(listed.out);
+  ASSERT_EQ(list.size(), 2u);
+  EXPECT_EQ(list[0]["id"], 1);
+  EXPECT_EQ(list[1]["id"], 2);
+  EXPECT_LT(list[0]["sequence"].get<uint64_t>(),
+            list[1]["sequence"].get<uint64_t>());
+
+  std::string restored = dir.Sub("restored");
+  Outcome restore = Spool({"restore", backups, restored, "--id", "1"});
+  ASSERT_EQ(restore.exit_code, 0) << restore.err;
+  EXPECT_NE(restore.out.find("restored backup 1"), std::string::npos);
+  Outcome verify = Spool({"verify", restored, "--json"});
+  ASSERT_EQ(verify.exit_code, 0) << verify.out << verify.err;
+  EXPECT_EQ(nlohmann::json::parse(verify.out)["tasks"], 25);
+  // Backup 1 was made before task 3 was cancelled.
+  Outcome show = Spool({"show", restored, "3", "--json"});
+  EXPECT_EQ(nlohmann::json::parse(show.out)["status"], "pending");
+
+  Outcome again = Spool({"restore", backups, restored});
+  EXPECT_EQ(again.exit_code, 1);
+  ExpectOneLine(again, {"FailedPrecondition", restored, "not empty"});
+  Outcome nowhere = Spool({"backups", dir.Sub("nowhere")});
+  EXPECT_EQ(nowhere.exit_code, 1);
+  ExpectOneLine(nowhere, {"NotFound", "nowhere"});
+  Outcome no_id = Spool({"restore", backups, dir.Sub("r"), "--id", "0"});
+  EXPECT_EQ(no_id.exit_code, 2);
+
+  LiveQueue live(dir.Sub("live"), 3);
+  Outcome held = Spool({"backup", dir.Sub("live"), dir.Sub("live-backups")});
+  EXPECT_EQ(held.exit_code, 1);
+  ExpectOneLine(held, {"Busy"});
+}
+
 TEST(SpoolCli, VerifyFindsACorruptRecord) {
   TempDir dir;
   std::string path = dir.Sub("queue");

@@ -24,6 +24,7 @@
 namespace spool {
 namespace {
 using spool::testing::Await;
+using spool::testing::FilesContaining;
 
 using namespace std::chrono_literals;
 using spool::testing::TempDir;
@@ -40,22 +41,6 @@ constexpr char kDedupMarker[] = "DDPy6Fc0Jr2Qe7";
 constexpr char kIdemMarker[] = "IDMu4Ga9Kx3Vo8";
 constexpr char kCancelMarker[] = "CNLw1Bi5Tp6Ym2";
 constexpr char kErrorMarker[] = "ERRh0Sz7Dj4Ul9";
-
-// Every file under `dir` whose bytes contain `marker`.
-std::vector<std::string> FilesContaining(const std::string& dir,
-                                         const std::string& marker) {
-  std::vector<std::string> found;
-  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir)) {
-    if (!entry.is_regular_file()) continue;
-    std::ifstream in(entry.path(), std::ios::binary);
-    std::ostringstream bytes;
-    bytes << in.rdbuf();
-    if (bytes.str().find(marker) != std::string::npos) {
-      found.push_back(entry.path().filename().string());
-    }
-  }
-  return found;
-}
 
 bool HasFileEndingWith(const std::string& dir, const std::string& suffix) {
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {

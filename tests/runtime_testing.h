@@ -4,6 +4,8 @@
 #define SPOOL_TESTS_RUNTIME_TESTING_H_
 
 #include <memory>
+#include <string>
+#include <vector>
 
 #include <spool/runtime.h>
 
@@ -16,6 +18,11 @@ std::unique_ptr<Runtime> OpenOrDie(const Options& options);
 
 // A handler that succeeds at once.
 Status Ok(TaskContext& task);
+
+// The names of the files under `dir` (recursively) whose bytes contain
+// `marker`: where a secret would show in plaintext.
+std::vector<std::string> FilesContaining(const std::string& dir,
+                                         const std::string& marker);
 
 }  // namespace spool::testing
 

@@ -4,6 +4,7 @@
 #include <spool/options.h>
 
 #include "util/loopback.h"
+#include "util/paths.h"
 
 namespace spool {
 namespace {
@@ -340,6 +341,21 @@ Status ValidateRetention(const Options& o) {
   return Status::OK();
 }
 
+// The backup directory must not be the store or lie inside it: RocksDB
+// would copy the backups into the next backup, and a restore into the
+// store's place would remove them.
+Status ValidateBackup(const Options& o) {
+  if (o.backup_keep < 1 || o.backup_keep > 10'000) {
+    return Status::InvalidArgument("backup.keep must be in [1, 10000], got " +
+                                   std::to_string(o.backup_keep));
+  }
+  if (!o.backup_dir.empty() && IsSameOrWithin(o.backup_dir, o.path)) {
+    return Status::InvalidArgument("backup.dir " + o.backup_dir +
+                                   " must lie outside storage.path " + o.path);
+  }
+  return Status::OK();
+}
+
 }  // namespace
 
 Status Options::Validate() const {
@@ -432,6 +448,7 @@ Status Options::Validate() const {
   }
   if (Status s = ValidateRemote(*this); !s.ok()) return s;
   if (Status s = ValidateRetention(*this); !s.ok()) return s;
+  if (Status s = ValidateBackup(*this); !s.ok()) return s;
   if (static_cast<int>(log_level) > static_cast<int>(LogLevel::kOff)) {
     return bad("log.level is out of range");
   }

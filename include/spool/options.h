@@ -419,6 +419,17 @@ struct Options {
   // 1_000_000. Default: 1000.
   size_t retention_batch_size = 1000;
 
+  // ---- Backups (spool/backup.h) ----
+
+  // Where Runtime::Backup() makes backups: a directory outside `path`,
+  // created with mode 0700 at the first backup. Empty: Backup() is refused
+  // (BackupTo still takes a directory). Default: empty.
+  std::string backup_dir;
+  // How many backups Backup() and BackupTo keep: after each new one, the
+  // oldest beyond this many are deleted (the files they share with newer
+  // ones stay). Between 1 and 10,000. Default: 10.
+  uint32_t backup_keep = 10;
+
   // ---- Time, callbacks and logging ----
 
   // The source of time for timestamps, delays and backoff. Default: null,

@@ -35,6 +35,7 @@
 #include <vector>
 
 #include <spool/app_batch.h>
+#include <spool/backup.h>
 #include <spool/encryption.h>
 #include <spool/future.h>
 #include <spool/gate.h>
@@ -540,6 +541,26 @@ class Runtime {
   // each with why it cannot be read now, or OK when it can be again.
   virtual Future<std::vector<SetAsideTask>> ListSetAside(
       size_t limit = 1000) = 0;
+
+  // ---- Backups (spool/backup.h) ----
+
+  // Makes a new backup of the store in Options::backup_dir while the queue
+  // works, and resolves with what it made. The backup holds every commit
+  // acknowledged before the call, in the state it had then; the writer is
+  // held up no longer than a memtable flush. One reader runs it meanwhile
+  // (Options::readers says how many serve queries), and the oldest backups
+  // beyond Options::backup_keep are deleted after it. FailedPrecondition
+  // when no backup_dir is configured, Busy while another backup of this
+  // runtime runs, Aborted when the runtime closes first (nothing of the
+  // unfinished backup is kept), Closed after Close, NotSupported for an
+  // in-memory store or a read-only runtime, IOError naming the directory
+  // when the disk fails.
+  virtual Future<BackupInfo> Backup() = 0;
+
+  // As Backup, into `backup_dir` (created with mode 0700 when missing)
+  // instead of Options::backup_dir. InvalidArgument for an empty path or
+  // one inside the store's directory.
+  virtual Future<BackupInfo> BackupTo(std::string backup_dir) = 0;
 
   // Resolves once every task enqueued before the call is stored and nothing
   // can run: no task is ready, being claimed or running. Tasks waiting for a

@@ -16,6 +16,7 @@ import re
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -672,6 +673,95 @@ class BusyTest(unittest.TestCase):
         busy = [(r[1], r[2]) for r in results if r and r[0] == 503]
         assert len(stored) + len(busy) == count, results
         return stored, busy
+
+
+class BackupTest(unittest.TestCase):
+    """POST /v1/backup: a backup into backup.dir while clients enqueue,
+    with the write token only, no body and no path from the client; a
+    spoold on the restored copy serves every task acknowledged before it."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="spoold-backup-")
+        write_token(self.dir)
+        self.backups = os.path.join(self.dir, "backups")
+        self.server = Spoold(self.dir, free_port(), free_port(),
+                             settings=["backup.dir=" + self.backups, "backup.keep=3"])
+        self.server.start()
+
+    def tearDown(self):
+        if self.server.process.poll() is None:
+            self.server.stop(signal.SIGKILL)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def test_backup_under_load_and_restore(self):
+        s = self.server
+        acknowledged = []
+        stop = threading.Event()
+
+        def client():
+            while not stop.is_set():
+                code, body = curl(s, "/v1/tasks", "POST",
+                                  {"type": "sleep", "payload": "1", "delay_ms": 600000})
+                if code == 201:
+                    acknowledged.append(body["id"])
+        threads = [threading.Thread(target=client) for _ in range(4)]
+        for t in threads:
+            t.start()
+        try:
+            wait_for(lambda: len(acknowledged) >= 50, 30, "50 acknowledged enqueues")
+            before = list(acknowledged)
+            code, made = curl(s, "/v1/backup", "POST", timeout=60)
+        finally:
+            stop.set()
+            for t in threads:
+                t.join(20)
+        self.assertEqual(code, 201, made)
+        self.assertEqual(made["id"], 1)
+        self.assertGreater(made["files"], 0)
+        self.assertGreater(made["size_bytes"], 0)
+        self.assertRegex(made["created_at"], r"^\d{4}-\d\d-\d\dT")
+        self.assertEqual(stat.S_IMODE(os.stat(self.backups).st_mode), 0o700)
+
+        # Only the write token; no body, so no path, from the client.
+        code, body = curl(s, "/v1/backup", "POST", token=READ_TOKEN)
+        self.assertEqual(code, 403, body)
+        code, body = curl(s, "/v1/backup", "POST", token=None)
+        self.assertEqual(code, 401, body)
+        code, body = curl(s, "/v1/backup", "POST", {"dir": "/tmp/elsewhere"})
+        self.assertEqual(code, 400, body)
+        self.assertIn("takes no body", body["error"]["message"])
+        code, body = curl(s, "/v1/backup")
+        self.assertEqual(code, 405, body)
+        self.assertEqual(sorted(os.listdir(os.path.join(self.backups, "meta"))), ["1"])
+
+        s.stop(signal.SIGKILL)
+        restored = os.path.join(self.dir, "restored")
+        os.makedirs(restored)
+        write_token(restored)
+        out = subprocess.run([os.path.join(os.path.dirname(SPOOLD), "spool"), "restore",
+                              self.backups, os.path.join(restored, "data")],
+                             capture_output=True, timeout=60)
+        self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
+        copy = Spoold(restored, free_port(), free_port())
+        copy.start()
+        try:
+            for task_id in before:
+                code, task = curl(copy, "/v1/tasks/%d" % task_id)
+                self.assertEqual(code, 200, (task_id, task))
+        finally:
+            copy.stop(signal.SIGKILL)
+
+    def test_without_backup_dir_it_says_so(self):
+        self.server.stop(signal.SIGKILL)
+        plain = Spoold(self.dir, free_port(), free_port())
+        plain.start()
+        try:
+            code, body = curl(plain, "/v1/backup", "POST")
+            self.assertEqual(body["error"]["code"], "failed_precondition", body)
+            self.assertIn("backup.dir", body["error"]["message"])
+            self.assertEqual(code, 409, body)
+        finally:
+            plain.stop(signal.SIGKILL)
 
 
 def serve_hook():
