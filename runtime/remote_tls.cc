@@ -93,6 +93,7 @@ Status CheckRemoteTls(const std::string& prefix, const RemoteTlsFiles& files) {
 
 void LoadRemoteTls(caf::actor_system_config* config,
                    const RemoteTlsFiles& files) {
+  UseOpenSslErrorQueueGuard();
   config->load<caf::openssl::manager>();
   config->openssl_certificate = files.certificate;
   config->openssl_key = files.key;

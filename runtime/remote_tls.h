@@ -48,6 +48,14 @@ Status CheckRemoteTls(const std::string& prefix, const RemoteTlsFiles& files);
 void LoadRemoteTls(caf::actor_system_config* config,
                    const RemoteTlsFiles& files);
 
+// Does nothing; calling it makes the linker take
+// runtime/openssl_error_queue.cc, whose definitions of SSL_read,
+// SSL_write, SSL_accept and SSL_connect empty OpenSSL's error queue before
+// libcaf_openssl's calls (it leaves one peer's failed handshake there, and
+// CAF then closes the next healthy connection that reads). LoadRemoteTls
+// calls it.
+void UseOpenSslErrorQueueGuard();
+
 }  // namespace spool
 
 #endif  // SPOOL_RUNTIME_REMOTE_TLS_H_
