@@ -1,6 +1,6 @@
 // Empties OpenSSL's per-thread error queue before each TLS I/O call, for
-// libcaf_openssl, which does not (docs/security.md, "A stranger's failed
-// handshake"; docs/experiments.md has the measurement).
+// libcaf_openssl, which does not (docs/security.md, the remote gateway's
+// table).
 //
 // OpenSSL's rule: "the current thread's error queue must be empty before
 // the TLS/SSL I/O operation is attempted, or SSL_get_error() will not work
