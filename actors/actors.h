@@ -13,6 +13,7 @@
 //   remote worker --hello/heartbeat/outcome--> gateway --lease/revoke-->
 //   remote worker; scheduler --run--> remote slot --lease--> gateway;
 //   gateway --attach/detach/outcome--> scheduler (docs/scale-out.md)
+//   a standby's transport --apply/rebase--> replica (docs/replication.md)
 
 #ifndef SPOOL_ACTORS_ACTORS_H_
 #define SPOOL_ACTORS_ACTORS_H_
@@ -123,7 +124,20 @@ using writer_actor = caf::typed_actor<
     // Sends what each commit changed to this listener from now on.
     caf::reacts_to<attach_atom, change_listener_actor>,
     // Internal: commits the commands gathered since the last commit.
-    caf::reacts_to<commit_atom>>;
+    caf::reacts_to<commit_atom>,
+    // Durability::kReplicated: enough standbys acknowledged every commit up
+    // to this position (the replication log's on_acked).
+    caf::reacts_to<replicated_atom, uint64_t>,
+    // Internal: fails the commits whose standbys did not answer in time.
+    caf::reacts_to<ack_check_atom>>;
+
+// A standby's only writer: applies a primary's commits, or swaps in a new
+// base. Detached: both wait for the disk.
+using replica_actor = caf::typed_actor<
+    // Applies these commits in order and syncs once.
+    caf::reacts_to<apply_atom, ApplyJob>,
+    // Replaces the store with a base backup.
+    caf::reacts_to<rebase_atom, RebaseJob>>;
 
 // Answers one query at a time on its own snapshot. Detached: reads may wait
 // for the disk.

@@ -25,6 +25,7 @@
 #include <spool/app_batch.h>
 #include <spool/handler.h>
 #include <spool/query.h>
+#include <spool/replication.h>
 #include <spool/status.h>
 #include <spool/task.h>
 
@@ -81,6 +82,10 @@ using revoke_atom = caf::atom_constant<caf::atom("revoke")>;
 using detach_atom = caf::atom_constant<caf::atom("detach")>;
 using flush_atom = caf::atom_constant<caf::atom("flush")>;
 using challenge_atom = caf::atom_constant<caf::atom("challenge")>;
+using replicated_atom = caf::atom_constant<caf::atom("replicated")>;
+using ack_check_atom = caf::atom_constant<caf::atom("ackcheck")>;
+using apply_atom = caf::atom_constant<caf::atom("apply")>;
+using rebase_atom = caf::atom_constant<caf::atom("rebase")>;
 
 // ---- Payloads ----
 
@@ -430,6 +435,23 @@ struct ChangeSet {
   uint32_t statuses = 0;
 };
 
+// A standby's batch of a primary's commits to apply (spool/replication.h);
+// `done` gets the store's position afterwards.
+struct ApplyJob {
+  uint64_t log_id = 0;
+  std::vector<ReplicatedCommit> commits;
+  std::function<void(const Result<uint64_t>&)> done;
+};
+
+// A standby's new base: the newest backup in `backup_dir` (a base copied
+// from the primary) replaces the store, which then follows `log_id`;
+// `done` gets the new position.
+struct RebaseJob {
+  std::string backup_dir;
+  uint64_t log_id = 0;
+  std::function<void(const Result<uint64_t>&)> done;
+};
+
 // A query to run on a consistent snapshot. `run` answers the caller itself;
 // `fail` is called instead when the query cannot run (the runtime is closing
 // or the reader died).
@@ -655,6 +677,8 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::Result<size_t>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::Result<spool::actors::Recovered>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::Result<spool::actors::ControlResult>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::ReadJob)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::ApplyJob)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::RebaseJob)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::ChangeSet)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::ReadBatch)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::WatchRequest)

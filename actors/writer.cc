@@ -10,6 +10,7 @@
 #include <caf/all.hpp>
 #include <spdlog/spdlog.h>
 
+#include "actors/ack_waiters.h"
 #include "actors/handler_registry.h"
 #include "actors/transitions.h"
 #include "storage/queries.h"
@@ -100,6 +101,11 @@ struct WriterState {
   std::shared_ptr<spdlog::logger> log;
   // The metrics slots of the types committed so far (null without metrics).
   std::unique_ptr<metrics::SlotCache> slots;
+  // Durability::kReplicated: callers waiting for standbys.
+  std::unique_ptr<AckWaiters> acks;
+  bool ack_check_scheduled = false;
+  // The store's side_writes() when the last commit went to the log.
+  uint64_t side_writes_logged = 0;
 
   int64_t NowMicros() const {
     return config.clock->Now().time_since_epoch().count();
@@ -1380,6 +1386,69 @@ void ReportHealth(WriterState& st, const Status& status,
   }
 }
 
+// Hands a committed batch to the replication log: a new log first when
+// something was written around the commits since the last one.
+void LogCommit(WriterState& st) {
+  storage::TaskStore& store = *st.config.store;
+  std::string data = store.TakeLastCommitData();
+  uint64_t position = store.committed_batches();
+  if (data.empty() || store.side_writes() != st.side_writes_logged) {
+    st.side_writes_logged = store.side_writes();
+    st.config.replication->StartOver(data.empty() ? position : position - 1);
+    if (data.empty()) return;
+  }
+  st.config.replication->Append(position, std::move(data));
+}
+
+void ScheduleAckCheck(Self self, AckWaiters::TimePoint deadline) {
+  auto& st = self->state;
+  if (st.ack_check_scheduled) return;
+  st.ack_check_scheduled = true;
+  auto delay = std::max<AckWaiters::TimePoint::duration>(
+      deadline - std::chrono::steady_clock::now(),
+      AckWaiters::TimePoint::duration::zero());
+  self->delayed_send(self, delay, ack_check_atom::value);
+}
+
+// Answers the batch's callers: at once, or, with standbys to wait for, once
+// they acknowledged the commit (or at its deadline).
+void Answer(Self self, Batch& batch, const Status& status) {
+  auto& st = self->state;
+  bool committed = status.ok() && batch.txn && !batch.txn->empty();
+  if (committed && st.config.replication) LogCommit(st);
+  if (!st.acks) {
+    for (auto& done : batch.done) done(status);
+    return;
+  }
+  if (!status.ok()) {
+    // Nothing of it is stored: no standby will acknowledge it.
+    for (auto& done : batch.done) done(status);
+  } else if (committed) {
+    if (batch.done.empty()) return;
+    auto now = std::chrono::steady_clock::now();
+    st.acks->Hold(st.config.store->committed_batches(), std::move(batch.done),
+                  now);
+    ScheduleAckCheck(self, now + st.config.ack_timeout);
+  } else {
+    st.acks->After(std::move(batch.done));
+  }
+}
+
+// Durability::kReplicated: refuses an enqueue at once while fewer standbys
+// are connected than must acknowledge it, rather than storing it on one
+// disk and failing its caller a timeout later.
+bool RefusedForStandbys(WriterState& st, EnqueueCommand& command) {
+  if (!st.acks) return false;
+  uint32_t connected = st.config.replication->Connected();
+  if (connected >= st.config.min_acks) return false;
+  command.done(Status::Busy(
+      "replication: " + std::to_string(connected) + " of the " +
+      std::to_string(st.config.min_acks) +
+      " standby(s) that must acknowledge each commit "
+      "(replication.min_acks) are connected; nothing was stored"));
+  return true;
+}
+
 void CommitBatch(Self self) {
   auto& st = self->state;
   Batch batch = std::move(st.batch);
@@ -1433,7 +1502,7 @@ void CommitBatch(Self self) {
       (!st.config.live_queries || st.config.live_queries->load() > 0)) {
     self->send(st.change_listener, changed_atom::value, st.ChangeSetOf(batch));
   }
-  for (auto& done : batch.done) done(status);
+  Answer(self, batch, status);
   CountCommit(st, batch);
 }
 
@@ -1458,6 +1527,13 @@ writer_actor::behavior_type WriterBehavior(Self self, WriterConfig config) {
   storage::DisablePerfCountersOnThisThread();
   self->state.config = std::move(config);
   self->state.log = Logger();
+  if (self->state.config.replication) {
+    self->state.side_writes_logged = self->state.config.store->side_writes();
+  }
+  if (self->state.config.replication && self->state.config.min_acks > 0) {
+    self->state.acks = std::make_unique<AckWaiters>(
+        self->state.config.min_acks, self->state.config.ack_timeout);
+  }
   return {
       [self](enqueue_atom, EnqueueCommand& command) {
         if (auto* stats = self->state.config.stats.get()) {
@@ -1468,6 +1544,7 @@ writer_actor::behavior_type WriterBehavior(Self self, WriterConfig config) {
           m->enqueued.fetch_add(command.tasks.size(),
                                 std::memory_order_relaxed);
         }
+        if (RefusedForStandbys(self->state, command)) return;
         self->state.Enqueue(command);
         Admit(self);
       },
@@ -1512,6 +1589,16 @@ writer_actor::behavior_type WriterBehavior(Self self, WriterConfig config) {
       [self](commit_atom) {
         self->state.commit_scheduled = false;
         CommitBatch(self);
+      },
+      [self](replicated_atom, uint64_t position) {
+        if (self->state.acks) self->state.acks->Acked(position);
+      },
+      [self](ack_check_atom) {
+        auto& st = self->state;
+        st.ack_check_scheduled = false;
+        if (!st.acks) return;
+        auto next = st.acks->Expire(std::chrono::steady_clock::now());
+        if (next) ScheduleAckCheck(self, *next);
       },
   };
 }

@@ -18,6 +18,7 @@
 #include <spool/storage_health.h>
 
 #include "actors/actors.h"
+#include "actors/replication_log.h"
 #include "actors/attempt_control.h"
 #include "actors/writer_stats.h"
 #include "storage/task_store.h"
@@ -61,6 +62,15 @@ struct WriterConfig {
   // The random fraction for retry jitter (Options::random_fraction).
   // Null: a generator of the writer's own.
   std::function<double()> random_fraction;
+  // Where each commit goes after its sync, for standbys to follow
+  // (spool/replication.h); the store must keep commit data
+  // (StoreOptions::keep_commit_data). Null: no standbys.
+  std::shared_ptr<ReplicationLog> replication;
+  // Durability::kReplicated: a commit's callers are answered once this
+  // many standbys acknowledged it, or with TimedOut after ack_timeout; an
+  // enqueue is refused with Busy while fewer are connected. 0: at once.
+  uint32_t min_acks = 0;
+  std::chrono::milliseconds ack_timeout{5000};
 };
 
 // Spawns the writer on a thread of its own (detached): a commit waits for

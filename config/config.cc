@@ -414,7 +414,8 @@ const std::vector<KeySpec>& Registry() {
       StringKey<&Options::path>("storage", "path",
                                 "The storage directory; created when missing."),
       EnumKey<&Options::durability, DurabilityName, Durability::kSync,
-              Durability::kRelaxed, Durability::kMemory>(
+              Durability::kRelaxed, Durability::kMemory,
+              Durability::kReplicated>(
           "storage", "durability", "When a write counts as stored."),
       IntegerKey<&Options::max_payload_bytes, 1, int64_t{1} << 30>(
           "storage", "max_payload_bytes",
@@ -500,6 +501,32 @@ const std::vector<KeySpec>& Registry() {
           "Where Backup() and POST /v1/backup put backups; \"\": off."),
       IntegerKey<&Options::backup_keep, 1, 10'000>(
           "backup", "keep", "How many backups to keep; older ones go."),
+      EnumKey<&Options::replication_role, ReplicationRoleName,
+              ReplicationRole::kPrimary, ReplicationRole::kStandby>(
+          "replication", "role", "\"primary\", or \"standby\" of primary."),
+      StringKey<&Options::replication_primary, /*kAllowEmpty=*/true>(
+          "replication", "primary",
+          "A standby's primary: \"http(s)://HOST:PORT\" of its spoold."),
+      StringKey<&Options::replication_name, /*kAllowEmpty=*/true>(
+          "replication", "name", "This standby's name; \"\": standby-PID."),
+      StringKey<&Options::replication_secret_file, /*kAllowEmpty=*/true>(
+          "replication", "secret_file",
+          "The file of the secret standbys present to the primary."),
+      StringKey<&Options::replication_ca_file, /*kAllowEmpty=*/true>(
+          "replication", "ca_file", "The CA file that verifies an https primary."),
+      BooleanKey<&Options::serve_standbys>(
+          "replication", "serve_standbys",
+          "Keep a log for standbys; durability \"replicated\" implies it."),
+      IntegerKey<&Options::replication_min_acks, 1, 16>(
+          "replication", "min_acks",
+          "Standbys that must acknowledge each \"replicated\" commit."),
+      MillisecondsKey<&Options::replication_ack_timeout, 10, 600'000>(
+          "replication", "ack_timeout_ms",
+          "How long a commit waits for its standbys' acknowledgements."),
+      IntegerKey<&Options::replication_log_bytes, 1 << 20,
+                 int64_t{16} << 30>(
+          "replication", "log_bytes",
+          "Commit data kept in memory for standbys; beyond it, a new base."),
       StringKey<&Options::remote_listen, /*kAllowEmpty=*/true>(
           "remote", "listen", "HOST:PORT of the worker gateway; \"\": off."),
       StringKey<&Options::remote_secret_file, /*kAllowEmpty=*/true>(

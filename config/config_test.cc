@@ -175,7 +175,7 @@ TEST(ShippedConfigTest, DocumentsEveryKeyAndItsDefault) {
     EXPECT_THAT(line.comment, HasSubstr("Allowed: "))
         << "the comment above " << line.key << " must state what it allows";
   }
-  EXPECT_EQ(keys.size(), 44u);
+  EXPECT_EQ(keys.size(), 53u);
 }
 
 // A key added to the registry must also be documented in spool.toml.
@@ -183,7 +183,7 @@ TEST(ShippedConfigTest, SetsEveryKeyTheRegistryKnows) {
   std::set<std::string> documented = KeysIn(ReadText(ShippedConfigPath()));
   std::set<std::string> known = KeysIn(DescribeOptions(Options()));
   EXPECT_EQ(documented, known);
-  EXPECT_EQ(known.size(), 44u);
+  EXPECT_EQ(known.size(), 53u);
 }
 
 // ---------------------------------------------------------------------------
@@ -287,7 +287,8 @@ TEST(ParseOptionsTest, RejectsUnknownSectionListingTheKnownOnes) {
       ParseError("[database]\nx = 1\n"),
       HasSubstr(
           "database: unknown section; the sections are "
-          "[storage], [runtime], [writer], [retention], [backup], [remote], "
+          "[storage], [runtime], [writer], [retention], [backup], [replication], "
+          "[remote], "
           "[log] "
           "(line 1)"));
 }
@@ -366,7 +367,7 @@ TEST(ParseOptionsTest, RejectsWrongTypes) {
        "storage.path: expected a non-empty string, got 7"},
       {"[storage]\ndurability = 1",
        "storage.durability: expected one of \"sync\", \"relaxed\", "
-       "\"memory\", got 1"},
+       "\"memory\", \"replicated\", got 1"},
       {"[log]\nlevel = false",
        "log.level: expected one of \"trace\", \"debug\", \"info\", \"warn\", "
        "\"error\", \"off\", got false (a boolean)"},
@@ -494,7 +495,8 @@ TEST(ParseOptionsTest, RejectsEmptyPath) {
 TEST(ParseOptionsTest, RejectsUnknownEnumNamesListingTheAllowedOnes) {
   EXPECT_THAT(ParseError("[storage]\ndurability = \"fast\""),
               HasSubstr("storage.durability: expected one of \"sync\", "
-                        "\"relaxed\", \"memory\", got \"fast\" (line 2)"));
+                        "\"relaxed\", \"memory\", \"replicated\", got \"fast\" "
+                        "(line 2)"));
   // Names are case-sensitive, as everywhere in TOML.
   EXPECT_THAT(
       ParseError("[log]\nlevel = \"WARN\""),
@@ -746,7 +748,7 @@ TEST(OverrideTest, ChecksValuesLikeTheFile) {
               HasSubstr("storage.path: expected a non-empty string, got \"\""));
   EXPECT_THAT(OverrideError("storage.durability=fast"),
               HasSubstr("expected one of \"sync\", \"relaxed\", \"memory\", "
-                        "got \"fast\""));
+                        "\"replicated\", got \"fast\""));
 }
 
 TEST(OverrideTest, AcceptsSignsAndSeparatorsInIntegers) {
@@ -806,7 +808,7 @@ TEST(OverrideTest, EveryIntegerRangeAgreesWithValidate) {
     }
     ++checked;
   }
-  EXPECT_EQ(checked, 22);
+  EXPECT_EQ(checked, 25);
 }
 
 // ---------------------------------------------------------------------------
@@ -865,7 +867,8 @@ TEST(DescribeOptionsTest, ShowsSectionsKeysAndDocs) {
   EXPECT_THAT(text, HasSubstr("max_batch = 1024\n"));
   EXPECT_THAT(text, HasSubstr("level = \"warn\"\n"));
   EXPECT_THAT(text, HasSubstr("Expected: one of \"sync\", \"relaxed\", "
-                              "\"memory\".\ndurability = \"sync\"\n"));
+                              "\"memory\", \"replicated\".\ndurability = "
+                              "\"sync\"\n"));
 }
 
 // ---------------------------------------------------------------------------

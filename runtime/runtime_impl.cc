@@ -8,6 +8,7 @@
 
 #include "actors/reader.h"
 #include "actors/recovery.h"
+#include "actors/replica.h"
 #include "actors/retention.h"
 #include "actors/scheduler.h"
 #include "actors/worker.h"
@@ -175,7 +176,10 @@ RuntimeImpl::RuntimeImpl(const Options& options, TestHooks hooks,
                          bool read_only)
     : options_(options),
       hooks_(std::move(hooks)),
-      read_only_(read_only),
+      read_only_(read_only ||
+                 options.replication_role == ReplicationRole::kStandby),
+      standby_(!read_only &&
+               options.replication_role == ReplicationRole::kStandby),
       scope_(read_only ? options.read_only_scope : ReadOnlyScope::kAll),
       registry_(std::make_shared<actors::HandlerRegistry>()) {}
 
@@ -191,7 +195,13 @@ Status RuntimeImpl::Open(const Options& options, TestHooks hooks,
   }
   std::unique_ptr<RuntimeImpl> impl(
       new RuntimeImpl(options, std::move(hooks), read_only));
-  s = read_only ? impl->OpenReadOnlyInternal() : impl->OpenInternal();
+  if (read_only) {
+    s = impl->OpenReadOnlyInternal();
+  } else if (impl->standby_) {
+    s = impl->OpenStandbyInternal();
+  } else {
+    s = impl->OpenInternal();
+  }
   if (!s.ok()) return s;
   *runtime = std::move(impl);
   return Status::OK();
@@ -288,13 +298,33 @@ Status RuntimeImpl::OpenReadOnlyInternal() {
   return Status::OK();
 }
 
+Status RuntimeImpl::OpenStandbyInternal() {
+  ForgetActorSystemOnExit forget;
+  SetUpCallbacks();
+  // No start log and no recovery: what runs is the primary's business,
+  // and the copy changes only by the primary's commits.
+  Status s = OpenStore();
+  if (!s.ok()) return s;
+  StartActorSystem();
+  replica_ = actors::SpawnReplica(*actor_system_, store_.get());
+  StartReaders();
+  opened_ = true;
+  return Status::OK();
+}
+
 Status RuntimeImpl::OpenStore() {
   storage::StoreOptions store_options;
-  store_options.read_only = read_only_;
+  store_options.read_only = read_only_ && !standby_;
   store_options.secondary_path = options_.secondary_path;
   store_options.read_scope = options_.read_only_scope;
   store_options.path = options_.path;
-  store_options.durability = options_.durability;
+  // A replicated commit is first a synced one.
+  store_options.durability = options_.durability == Durability::kReplicated
+                                 ? Durability::kSync
+                                 : options_.durability;
+  store_options.keep_commit_data =
+      options_.serve_standbys ||
+      options_.durability == Durability::kReplicated;
   store_options.env = hooks_.env;
   store_options.state_cache_entries = options_.writer_state_cache;
   store_options.memtable_bytes = options_.memtable_bytes;
@@ -333,7 +363,17 @@ void RuntimeImpl::StartWriter() {
   writer_config.on_storage_health = [this](StorageHealthEvent event) {
     PublishHealth(std::move(event));
   };
+  if (options_.serve_standbys ||
+      options_.durability == Durability::kReplicated) {
+    replication_log_ = MakeReplicationLog();
+    writer_config.replication = replication_log_;
+    if (options_.durability == Durability::kReplicated) {
+      writer_config.min_acks = options_.replication_min_acks;
+      writer_config.ack_timeout = options_.replication_ack_timeout;
+    }
+  }
   writer_ = actors::SpawnWriter(*actor_system_, std::move(writer_config));
+  weak_writer_ = caf::actor_cast<caf::weak_actor_ptr>(writer_);
   // `this` outlives every send: Close ends the admission before the writer.
   admission_ = std::make_shared<Admission>(
       options_, [this](actors::EnqueueCommand command) {
@@ -1150,6 +1190,8 @@ void RuntimeImpl::RunClose(Promise<void> promise) {
   // Detached actors' threads end only when the last handle is gone.
   scheduler_ = nullptr;
   writer_ = nullptr;
+  // Answers the standbys still waiting, before the executor goes.
+  replication_log_.reset();
   readers_ = nullptr;
   workers_.clear();
   if (handlers_stuck) {
@@ -1182,6 +1224,12 @@ Status RuntimeImpl::CloseReadOnly() {
                  }));
   Status result = Await(readers_stopped).WithContext("close");
   readers_ = nullptr;
+  if (replica_) {
+    // Its mailbox is empty once the transport stopped: spoold stops it
+    // before Close.
+    caf::anon_send_exit(replica_, caf::exit_reason::user_shutdown);
+    replica_ = nullptr;
+  }
   actor_system_.reset();
   store_.reset();
   if (own_executor_) own_executor_->Shutdown();

@@ -18,6 +18,7 @@
 #include "actors/claimed_pool.h"
 #include "actors/gateway.h"
 #include "actors/handler_registry.h"
+#include "actors/replication_log.h"
 #include "actors/writer_stats.h"
 #include "runtime/admission.h"
 #include "runtime/gate_checker.h"
@@ -145,6 +146,12 @@ class RuntimeImpl final : public Runtime {
   Future<std::vector<SetAsideTask>> ListSetAside(size_t limit) override;
   Future<BackupInfo> Backup() override;
   Future<BackupInfo> BackupTo(std::string backup_dir) override;
+  void FollowLog(FollowRequest request,
+                 std::function<void(Result<FollowChunk>)> done) override;
+  ReplicationStatus GetReplicationStatus() override;
+  Future<uint64_t> ApplyReplicated(
+      uint64_t log_id, std::vector<ReplicatedCommit> commits) override;
+  Future<uint64_t> Rebase(std::string backup_dir, uint64_t log_id) override;
   Future<StatusCounts> CountByStatus() override;
   Statistics GetStatistics() override;
   using Runtime::Drain;
@@ -178,7 +185,12 @@ class RuntimeImpl final : public Runtime {
   // OpenInternal for Runtime::OpenReadOnly: the store as a secondary
   // instance, the readers and the watcher (for its stats), nothing else.
   Status OpenReadOnlyInternal();
-  // The steps both opens share: the log level, clock and callback executor;
+  // OpenInternal for a standby: the store, the replica, the readers.
+  Status OpenStandbyInternal();
+  // A primary that serves standbys: makes the log the writer appends to
+  // (runtime/runtime_replication.cc).
+  std::shared_ptr<actors::ReplicationLog> MakeReplicationLog();
+  // The steps the opens share: the log level, clock and callback executor;
   // the actor system; the reader pool and the watcher.
   void SetUpCallbacks();
   void StartActorSystem();
@@ -280,8 +292,12 @@ class RuntimeImpl final : public Runtime {
 
   Options options_;
   TestHooks hooks_;
-  // Opened by Runtime::OpenReadOnly: no writer, scheduler or workers exist.
+  // Opened by Runtime::OpenReadOnly, or a standby: no writer, scheduler or
+  // workers exist.
   const bool read_only_;
+  // Options::replication_role kStandby: the store is open for writing, by
+  // the replica alone (runtime/runtime_replication.cc).
+  const bool standby_;
   // What the store opened (Options::read_only_scope; kAll for Open): the
   // queries that read more are refused (ScopeError).
   const ReadOnlyScope scope_;
@@ -315,6 +331,13 @@ class RuntimeImpl final : public Runtime {
   std::unique_ptr<caf::actor_system_config> actor_config_;
   std::unique_ptr<caf::actor_system> actor_system_;
   actors::writer_actor writer_;
+  // Set once the writer is spawned: what the replication log's
+  // acknowledgements go to, without keeping the writer alive.
+  caf::weak_actor_ptr weak_writer_;
+  // A primary that serves standbys: its log (actors/replication_log.h).
+  std::shared_ptr<actors::ReplicationLog> replication_log_;
+  // A standby: its only writer.
+  actors::replica_actor replica_;
   actors::scheduler_actor scheduler_;
   actors::reader_pool_actor readers_;
   std::vector<actors::worker_actor> workers_;

@@ -631,6 +631,41 @@ Status TaskStore::CheckFamily(ColumnFamily family) const {
       " family: reading it needs a read-only open of scope \"all\"");
 }
 
+// The writer's state and the counts by type, as stored: at open, and on a
+// standby after each applied commit (task_store_replica.cc).
+Status TaskStore::LoadWriterMeta() {
+  auto get = [this](const std::string& key, std::string* value) {
+    return db_->Get(rocksdb::ReadOptions(), Handle(ColumnFamily::kMeta), key,
+                    value);
+  };
+  std::string value;
+  WriterStateValue writer;
+  rocksdb::Status rs = get(kMetaWriterState, &value);
+  if (rs.ok() && !DecodeWriterState(value, &writer)) {
+    return Status::Corruption("storage directory " + options_.path + ": meta " +
+                              kMetaWriterState + " is malformed");
+  }
+  if (!rs.ok() && !rs.IsNotFound()) {
+    return FromRocks(rs, std::string("reading meta ") + kMetaWriterState);
+  }
+  committed_batches_ = writer.committed_batches;
+  next_sequence_ = writer.next_sequence;
+  reserved_ids_ = writer.reserved_ids;
+  counts_ = writer.counts;
+  type_counts_.clear();
+  return ScanLocked(
+      ColumnFamily::kMeta, kTypeCountPrefix, "",
+      [&](std::string_view key, std::string_view v) {
+        std::string_view type;
+        StatusCountArray counts;
+        if (DecodeTypeCountKey(key, &type) && GetCounts(&v, &counts)) {
+          type_counts_[std::string(type)] = counts;
+        }
+        return true;
+      },
+      nullptr);
+}
+
 Status TaskStore::LoadMeta() {
   auto get = [this](const std::string& key, std::string* value) {
     return db_->Get(rocksdb::ReadOptions(), Handle(ColumnFamily::kMeta), key,
@@ -681,31 +716,7 @@ Status TaskStore::LoadMeta() {
     return VersionRefused(options_.path, version);
   }
 
-  WriterStateValue writer;
-  rs = get(kMetaWriterState, &value);
-  if (rs.ok() && !DecodeWriterState(value, &writer)) {
-    return Status::Corruption("storage directory " + options_.path + ": meta " +
-                              kMetaWriterState + " is malformed");
-  }
-  if (!rs.ok() && !rs.IsNotFound()) {
-    return FromRocks(rs, std::string("reading meta ") + kMetaWriterState);
-  }
-  committed_batches_ = writer.committed_batches;
-  next_sequence_ = writer.next_sequence;
-  reserved_ids_ = writer.reserved_ids;
-  counts_ = writer.counts;
-  type_counts_.clear();
-  Status s = ScanLocked(
-      ColumnFamily::kMeta, kTypeCountPrefix, "",
-      [&](std::string_view key, std::string_view v) {
-        std::string_view type;
-        StatusCountArray counts;
-        if (DecodeTypeCountKey(key, &type) && GetCounts(&v, &counts)) {
-          type_counts_[std::string(type)] = counts;
-        }
-        return true;
-      },
-      nullptr);
+  Status s = LoadWriterMeta();
   if (s.ok()) s = LoadKeys();
   if (!s.ok()) return s;
 
@@ -876,6 +887,7 @@ Status TaskStore::RepairIndexes() {
   if (!s.ok()) return s;
   rocksdb::WriteOptions wo;
   wo.sync = options_.durability == Durability::kSync;
+  side_writes_.fetch_add(1);
   return FromRocks(db_->Write(wo, &batch), "repairing the index");
 }
 
@@ -910,6 +922,7 @@ Status TaskStore::RebuildCounts() {
   batch.Delete(Handle(ColumnFamily::kMeta), kMetaCountsDirty);
   rocksdb::WriteOptions wo;
   wo.sync = options_.durability == Durability::kSync;
+  side_writes_.fetch_add(1);
   s = FromRocks(db_->Write(wo, &batch), "rewriting counts");
   if (!s.ok()) return s;
   counts_ = counts;
@@ -1727,6 +1740,7 @@ Status TaskStore::Commit(WriteTxn* txn) {
     return s;
   }
   commit.Committed();
+  if (options_.keep_commit_data) last_commit_data_ = commit.batch()->Data();
   return Status::OK();
 }
 
@@ -1748,6 +1762,7 @@ Status TaskStore::PutRawForTesting(std::string_view key,
   rocksdb::WriteOptions wo;
   wo.sync = options_.durability == Durability::kSync;
   states_.Clear();
+  side_writes_.fetch_add(1);
   return FromRocks(
       db_->Put(wo, Handle(ColumnFamily::kTasks), AsSlice(key), AsSlice(bytes)),
       "writing a raw value");

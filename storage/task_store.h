@@ -52,6 +52,7 @@
 
 #include <spool/app_batch.h>
 #include <spool/backup.h>
+#include <spool/replication.h>
 #include <spool/options.h>
 #include <spool/status.h>
 
@@ -159,6 +160,9 @@ struct StoreOptions {
   // FailedPrecondition. kTasks opens every family but `index`, whose reads
   // fail so. Anything but kAll without read_only is refused.
   ReadOnlyScope read_scope = ReadOnlyScope::kAll;
+  // Keeps each Commit's write batch for TakeLastCommitData: a replication
+  // primary's log (task_store_replica.cc).
+  bool keep_commit_data = false;
 };
 
 class WriteTxn;
@@ -400,6 +404,44 @@ class TaskStore {
   // with Aborted: for a close that must not wait for a long copy.
   void StopBackup();
 
+  // ---- Replication (task_store_replica.cc) ----
+
+  // The write batch of the last successful Commit, moved out; empty
+  // without StoreOptions::keep_commit_data. Writer's thread only.
+  std::string TakeLastCommitData();
+
+  // How many writes went around Commit (index repairs, count rebuilds,
+  // encryption bookkeeping, raw test writes) since the store was opened. A
+  // replication log holds commits only, so when this changes its standbys
+  // must copy a new base.
+  uint64_t side_writes() const { return side_writes_.load(); }
+
+  // Standbys: applies a primary's commits in order, then records that the
+  // store follows `log_id` and syncs once; every write is in the log
+  // before the call returns, and a crash keeps a prefix of the commits
+  // (each whole). The first commit's position must be committed_batches()
+  // + 1 and each next one more (InvalidArgument otherwise, nothing
+  // applied); after each, the stored position must equal its own
+  // (Corruption otherwise: the batch is not the primary's commit of that
+  // position). Reloads the counts afterwards. Writer's thread only.
+  Status ApplyReplicated(const std::vector<ReplicatedCommit>& commits,
+                         uint64_t log_id);
+
+  // The log id the store follows, as ApplyReplicated or MarkFollowing
+  // stored it; 0 when none.
+  Status FollowedLog(uint64_t* log_id) const;
+
+  // Stores `log_id` as the one followed, synced: after a base copy.
+  Status MarkFollowing(uint64_t log_id);
+
+  // Replaces the store's files with those of `restored_dir` (a store
+  // restored from a base backup, on the same file system), and opens them:
+  // closes RocksDB (waiting for reads in progress), renames the old
+  // directory aside, renames `restored_dir` into its place, opens it and
+  // deletes the old files. On failure before the swap the old store is
+  // opened again. Writer's thread only.
+  Status ReplaceWith(const std::string& restored_dir);
+
   // ---- For tests and tools ----
 
   // Overwrites a value of `tasks` under `key` (e.g. StateKey(id)) with raw
@@ -424,6 +466,7 @@ class TaskStore {
   Status CheckLayout(const std::string& path);
   void CloseDb();
   Status LoadMeta();
+  Status LoadWriterMeta();
   // Checks the keys against the store's sealed lookup key (creating it in a
   // new store), and sets up the lookup tagger. REQUIRES: db_ is open.
   Status LoadKeys();
@@ -524,6 +567,8 @@ class TaskStore {
   std::array<uint64_t, kTaskStatusCount> counts_{};
   TypeCounts type_counts_;
   uint64_t last_commit_wal_nanos_ = 0;
+  std::string last_commit_data_;
+  std::atomic<uint64_t> side_writes_{0};
   // The committed states of tasks the writer is likely to change next.
   // Emptied after any failure.
   StateCache states_;

@@ -145,6 +145,7 @@ Status TaskStore::CreateLookupKey(std::string* lookup_key) {
   if (has_tasks) batch.Put(Handle(ColumnFamily::kMeta), kMetaCountsDirty, "");
   rocksdb::WriteOptions wo;
   wo.sync = options_.durability == Durability::kSync;
+  side_writes_.fetch_add(1);
   return FromRocks(db_->Write(wo, &batch), "writing the sealed lookup key");
 }
 
@@ -195,6 +196,7 @@ Status TaskStore::SetAsideUnreadable() {
   }
   rocksdb::WriteOptions wo;
   wo.sync = options_.durability == Durability::kSync;
+  side_writes_.fetch_add(1);
   return FromRocks(db_->Write(wo, &batch), "setting unreadable tasks aside");
 }
 

@@ -24,6 +24,18 @@ const char* DurabilityName(Durability durability) {
       return "relaxed";
     case Durability::kMemory:
       return "memory";
+    case Durability::kReplicated:
+      return "replicated";
+  }
+  return "invalid";
+}
+
+const char* ReplicationRoleName(ReplicationRole role) {
+  switch (role) {
+    case ReplicationRole::kPrimary:
+      return "primary";
+    case ReplicationRole::kStandby:
+      return "standby";
   }
   return "invalid";
 }
@@ -356,6 +368,40 @@ Status ValidateBackup(const Options& o) {
   return Status::OK();
 }
 
+Status ValidateReplication(const Options& o) {
+  if (o.replication_role == ReplicationRole::kStandby &&
+      o.durability == Durability::kMemory) {
+    return Status::InvalidArgument(
+        "a standby (replication.role = \"standby\") needs a store on disk; "
+        "storage.durability is \"memory\"");
+  }
+  bool replicated = o.durability == Durability::kReplicated;
+  if (o.durability == Durability::kMemory && o.serve_standbys) {
+    return Status::InvalidArgument(
+        "replication.serve_standbys needs a store on disk; storage.durability "
+        "is \"memory\"");
+  }
+  if (!replicated && !o.serve_standbys) return Status::OK();
+  if (o.replication_min_acks < 1 || o.replication_min_acks > 16) {
+    return Status::InvalidArgument(
+        "replication.min_acks must be in [1, 16], got " +
+        std::to_string(o.replication_min_acks));
+  }
+  if (o.replication_ack_timeout < std::chrono::milliseconds(10) ||
+      o.replication_ack_timeout > std::chrono::minutes(10)) {
+    return Status::InvalidArgument(
+        "replication.ack_timeout_ms must be in [10, 600000], got " +
+        std::to_string(o.replication_ack_timeout.count()));
+  }
+  if (o.replication_log_bytes < (uint64_t{1} << 20) ||
+      o.replication_log_bytes > (uint64_t{16} << 30)) {
+    return Status::InvalidArgument(
+        "replication.log_bytes must be in [1048576, 17179869184], got " +
+        std::to_string(o.replication_log_bytes));
+  }
+  return Status::OK();
+}
+
 }  // namespace
 
 Status Options::Validate() const {
@@ -363,7 +409,8 @@ Status Options::Validate() const {
     return Status::InvalidArgument(what);
   };
   if (path.empty()) return bad("storage.path must not be empty");
-  if (static_cast<int>(durability) > static_cast<int>(Durability::kMemory)) {
+  if (static_cast<int>(durability) >
+      static_cast<int>(Durability::kReplicated)) {
     return bad("storage.durability is out of range");
   }
   if (memtable_bytes < (size_t{1} << 20) ||
@@ -449,6 +496,7 @@ Status Options::Validate() const {
   if (Status s = ValidateRemote(*this); !s.ok()) return s;
   if (Status s = ValidateRetention(*this); !s.ok()) return s;
   if (Status s = ValidateBackup(*this); !s.ok()) return s;
+  if (Status s = ValidateReplication(*this); !s.ok()) return s;
   if (static_cast<int>(log_level) > static_cast<int>(LogLevel::kOff)) {
     return bad("log.level is out of range");
   }

@@ -34,9 +34,16 @@ enum class Durability : uint8_t {
   // Nothing touches the disk: the storage engine runs on an in-memory file
   // system, through the same code path. For tests and ephemeral queues.
   kMemory = 2,
+  // As kSync, and then Options::replication_min_acks standbys have applied
+  // and synced the commit (spool/replication.h, docs/replication.md):
+  // survives the loss of the primary's disk. An enqueue is refused with
+  // Busy while fewer standbys are connected; a commit they do not
+  // acknowledge within replication_ack_timeout fails its callers with
+  // TimedOut (it is stored on the primary, not replicated).
+  kReplicated = 3,
 };
 
-// "sync", "relaxed" or "memory".
+// "sync", "relaxed", "memory" or "replicated".
 const char* DurabilityName(Durability durability);
 
 enum class LogLevel : uint8_t { kTrace, kDebug, kInfo, kWarn, kError, kOff };
@@ -112,6 +119,20 @@ enum class WriterFull : uint8_t {
 
 // "busy" or "wait".
 const char* WriterFullName(WriterFull value);
+
+// What a runtime is to replication (spool/replication.h).
+enum class ReplicationRole : uint8_t {
+  // Runs tasks, and serves standbys when Options::serve_standbys is set.
+  kPrimary = 0,
+  // Holds a copy that a primary's commits keep current: every call that
+  // would change it is refused with FailedPrecondition; reads serve the
+  // copy; Runtime::ApplyReplicated and Runtime::Rebase change it. No
+  // handler runs, and nothing is recovered or purged.
+  kStandby = 1,
+};
+
+// "primary" or "standby".
+const char* ReplicationRoleName(ReplicationRole role);
 // A retry policy as a [retry] or [types.NAME.retry] table gives it: each
 // field given or not, so that a type's table may change one field of the
 // default policy and keep the rest.
@@ -429,6 +450,39 @@ struct Options {
   // oldest beyond this many are deleted (the files they share with newer
   // ones stay). Between 1 and 10,000. Default: 10.
   uint32_t backup_keep = 10;
+
+  // ---- Replication (spool/replication.h) ----
+
+  // Default: kPrimary.
+  ReplicationRole replication_role = ReplicationRole::kPrimary;
+  // For spoold's transport (docs/replication.md); the runtime does not
+  // read them. A standby's primary, as "http://HOST:PORT" or
+  // "https://HOST:PORT"; the name it gives itself (1 to 64 of
+  // [A-Za-z0-9._-]; empty: "standby-" and its process id); the file of the
+  // secret standbys present to the primary (both sides; at least 16 bytes,
+  // mode 0600); and the CA file that verifies an https primary. Default:
+  // all empty.
+  std::string replication_primary;
+  std::string replication_name;
+  std::string replication_secret_file;
+  std::string replication_ca_file;
+
+  // Keeps a replication log that standbys follow (Runtime::FollowLog):
+  // standbys copy commits asynchronously unless durability is kReplicated,
+  // which implies this. Costs a copy of each commit's write batch. Not with
+  // kMemory. Default: false.
+  bool serve_standbys = false;
+  // kReplicated: how many standbys must acknowledge each commit before
+  // its callers are told. Between 1 and 16. Default: 1.
+  uint32_t replication_min_acks = 1;
+  // kReplicated: how long a commit waits for them; also how long a
+  // standby stays connected without asking. Between 10 ms and 10 min.
+  // Default: 5 s.
+  std::chrono::milliseconds replication_ack_timeout = std::chrono::seconds(5);
+  // The most bytes of commit data the log keeps in memory; a standby
+  // further behind copies a new base. Between 1 MiB and 16 GiB.
+  // Default: 64 MiB.
+  uint64_t replication_log_bytes = uint64_t{64} << 20;
 
   // ---- Time, callbacks and logging ----
 

@@ -36,6 +36,7 @@
 
 #include <spool/app_batch.h>
 #include <spool/backup.h>
+#include <spool/replication.h>
 #include <spool/encryption.h>
 #include <spool/future.h>
 #include <spool/gate.h>
@@ -561,6 +562,37 @@ class Runtime {
   // instead of Options::backup_dir. InvalidArgument for an empty path or
   // one inside the store's directory.
   virtual Future<BackupInfo> BackupTo(std::string backup_dir) = 0;
+
+  // ---- Replication (spool/replication.h, docs/replication.md) ----
+
+  // A primary that serves standbys (Options::serve_standbys, or durability
+  // kReplicated): records request.standby's acknowledgement of
+  // request.applied, then calls `done` on the callback executor with the
+  // commits after it, at once or as soon as one is committed within
+  // request.wait. InvalidArgument for a bad name, max_bytes or wait;
+  // FailedPrecondition on a runtime that serves no standbys; Closed after
+  // Close. Returns at once.
+  virtual void FollowLog(FollowRequest request,
+                         std::function<void(Result<FollowChunk>)> done) = 0;
+
+  // The runtime's role, position, log and standbys. Never blocks.
+  virtual ReplicationStatus GetReplicationStatus() = 0;
+
+  // A standby (Options::replication_role kStandby): applies a primary's
+  // commits of log `log_id` in order and syncs them; resolves with the
+  // store's new position. InvalidArgument when the first commit does not
+  // follow the store's position (nothing applied), Corruption when the
+  // commits are not its primary's, FailedPrecondition on a primary.
+  virtual Future<uint64_t> ApplyReplicated(
+      uint64_t log_id, std::vector<ReplicatedCommit> commits) = 0;
+
+  // A standby: replaces its copy with the newest backup in `backup_dir` (a
+  // base made by the primary's BackupTo and copied here), verified, and
+  // follows `log_id` from its position; resolves with that position.
+  // Queries in progress finish first on the old copy; queries meanwhile
+  // wait for the new one. Corruption naming the file for a damaged backup
+  // (the old copy stays). FailedPrecondition on a primary.
+  virtual Future<uint64_t> Rebase(std::string backup_dir, uint64_t log_id) = 0;
 
   // Resolves once every task enqueued before the call is stored and nothing
   // can run: no task is ready, being claimed or running. Tasks waiting for a

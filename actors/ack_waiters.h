@@ -1,0 +1,59 @@
+// The callers of commits that wait for standbys (Durability::kReplicated):
+// held by the writer in commit order until enough standbys acknowledged
+// the commit's position, or failed with TimedOut at the deadline.
+//
+// Owned by the writer's thread; not thread-safe.
+
+#ifndef SPOOL_ACTORS_ACK_WAITERS_H_
+#define SPOOL_ACTORS_ACK_WAITERS_H_
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <optional>
+#include <vector>
+
+#include <spool/status.h>
+
+namespace spool::actors {
+
+class AckWaiters {
+ public:
+  using Completion = std::function<void(const Status&)>;
+  using TimePoint = std::chrono::steady_clock::time_point;
+
+  AckWaiters(uint32_t min_acks, std::chrono::milliseconds timeout)
+      : min_acks_(min_acks), timeout_(timeout) {}
+  // Fails whatever still waits with Closed: the runtime closes.
+  ~AckWaiters();
+
+  // Holds the completions of the commit at `position` until Acked reaches
+  // it, or until now + the timeout.
+  void Hold(uint64_t position, std::vector<Completion> done, TimePoint now);
+  // Completions of commands that committed nothing: answered after every
+  // held commit before them, at once if none is held.
+  void After(std::vector<Completion> done);
+  // Answers, in order, every held commit up to `position` with OK.
+  void Acked(uint64_t position);
+  // Fails every held commit whose deadline passed with TimedOut; returns
+  // the next deadline, if any.
+  std::optional<TimePoint> Expire(TimePoint now);
+  bool empty() const { return held_.empty(); }
+
+ private:
+  struct Held {
+    uint64_t position;
+    TimePoint deadline;
+    std::vector<Completion> done;
+  };
+  static void Run(std::vector<Completion>& done, const Status& status);
+
+  const uint32_t min_acks_;
+  const std::chrono::milliseconds timeout_;
+  std::deque<Held> held_;
+};
+
+}  // namespace spool::actors
+
+#endif  // SPOOL_ACTORS_ACK_WAITERS_H_

@@ -1,0 +1,292 @@
+#include "actors/replication_log.h"
+
+#include <algorithm>
+#include <random>
+#include <utility>
+
+#include "util/thread_name.h"
+
+namespace spool::actors {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string Gone(uint64_t applied, uint64_t oldest) {
+  return "the log no longer holds the commit after position " +
+         std::to_string(applied) + "; it starts at position " +
+         std::to_string(oldest);
+}
+
+}  // namespace
+
+uint64_t NewLogId() {
+  std::random_device device;
+  std::mt19937_64 generator((uint64_t{device()} << 32) ^ device());
+  uint64_t id = 0;
+  while (id == 0) id = generator();
+  return id;
+}
+
+ReplicationLog::ReplicationLog(ReplicationLogConfig config, uint64_t log_id,
+                               uint64_t last_position)
+    : config_(std::move(config)),
+      log_id_(log_id),
+      last_position_(last_position),
+      acked_(last_position) {
+  expirer_ = std::thread([this] {
+    NameThisThread("spool-repl-log");
+    ExpireWaiters();
+  });
+}
+
+ReplicationLog::~ReplicationLog() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    closing_ = true;
+  }
+  wake_.notify_all();
+  expirer_.join();
+}
+
+uint64_t ReplicationLog::log_id() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return log_id_;
+}
+
+void ReplicationLog::Append(uint64_t position, std::string data) {
+  // Only the writer appends and starts over, so the test and the start
+  // need not be one step.
+  bool gap = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    gap = position != last_position_ + 1;
+  }
+  if (gap) StartOver(position - 1);
+  std::vector<std::pair<std::function<void(FollowChunk)>, FollowChunk>> replies;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    bytes_ += data.size();
+    entries_.push_back({position, std::move(data)});
+    last_position_ = position;
+    while (bytes_ > config_.max_bytes && entries_.size() > 1) {
+      bytes_ -= entries_.front().data.size();
+      entries_.pop_front();
+    }
+    for (Waiter& w : TakeWaiters(
+             [this](const Waiter& w) { return Ready(w.request); })) {
+      replies.emplace_back(std::move(w.done), Answer(w.request));
+    }
+  }
+  Reply(std::move(replies));
+}
+
+void ReplicationLog::StartOver(uint64_t last_position) {
+  std::vector<std::pair<std::function<void(FollowChunk)>, FollowChunk>> replies;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    log_id_ = NewLogId();
+    entries_.clear();
+    bytes_ = 0;
+    last_position_ = last_position;
+    acked_ = std::max(acked_, last_position);
+    for (Waiter& w : TakeWaiters([](const Waiter&) { return true; })) {
+      replies.emplace_back(std::move(w.done), Answer(w.request));
+    }
+  }
+  Reply(std::move(replies));
+}
+
+bool ReplicationLog::Ready(const FollowRequest& request) const {
+  return request.log_id != log_id_ || request.applied != last_position_;
+}
+
+FollowChunk ReplicationLog::Answer(const FollowRequest& request) const {
+  FollowChunk chunk;
+  chunk.log_id = log_id_;
+  chunk.primary_position = last_position_;
+  uint64_t oldest =
+      entries_.empty() ? last_position_ + 1 : entries_.front().position;
+  if (request.log_id != log_id_) {
+    chunk.gone = true;
+    chunk.why = request.log_id == 0
+                    ? "the standby follows no log yet"
+                    : "the standby follows log " +
+                          std::to_string(request.log_id) +
+                          ", and this primary writes log " +
+                          std::to_string(log_id_) +
+                          " (it restarted, or wrote around its commits)";
+    return chunk;
+  }
+  if (request.applied > last_position_) {
+    chunk.gone = true;
+    chunk.why = "the standby is at position " +
+                std::to_string(request.applied) + ", beyond this primary's " +
+                std::to_string(last_position_) +
+                ": it holds commits the primary does not";
+    return chunk;
+  }
+  if (request.applied == last_position_) return chunk;
+  if (request.applied + 1 < oldest) {
+    chunk.gone = true;
+    chunk.why = Gone(request.applied, oldest);
+    return chunk;
+  }
+  uint64_t bytes = 0;
+  for (size_t i = request.applied + 1 - oldest; i < entries_.size(); ++i) {
+    const Entry& e = entries_[i];
+    if (!chunk.commits.empty() && bytes + e.data.size() > request.max_bytes)
+      break;
+    bytes += e.data.size();
+    chunk.commits.push_back({e.position, e.data});
+  }
+  return chunk;
+}
+
+void ReplicationLog::Follow(FollowRequest request,
+                            std::function<void(FollowChunk)> done) {
+  std::optional<uint64_t> acked;
+  std::optional<FollowChunk> now_answer;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    Clock::time_point now = Clock::now();
+    bool follows = request.log_id == log_id_ &&
+                   request.applied <= last_position_ && !closing_;
+    if (follows) {
+      Standby& standby = standbys_[request.standby];
+      standby.applied = request.applied;
+      standby.last_seen = now;
+      if (UpdateAcked(now)) acked = acked_;
+    }
+    if (!follows || Ready(request) || request.wait.count() <= 0) {
+      now_answer = Answer(request);
+    } else {
+      ++standbys_[request.standby].waiting;
+      Clock::time_point deadline =
+          now + std::chrono::duration_cast<Clock::duration>(request.wait);
+      waiters_.push_back({std::move(request), std::move(done), deadline});
+    }
+  }
+  if (now_answer) {
+    Reply({{std::move(done), std::move(*now_answer)}});
+  } else {
+    wake_.notify_all();
+  }
+  if (acked) NotifyAcked(*acked);
+}
+
+bool ReplicationLog::IsConnected(const Standby& standby,
+                                 Clock::time_point now) const {
+  return standby.waiting > 0 || now - standby.last_seen <= config_.ack_timeout;
+}
+
+bool ReplicationLog::UpdateAcked(Clock::time_point now) {
+  if (config_.min_acks == 0) return false;
+  std::vector<uint64_t> applied;
+  for (const auto& [name, standby] : standbys_) {
+    if (IsConnected(standby, now)) applied.push_back(standby.applied);
+  }
+  if (applied.size() < config_.min_acks) return false;
+  std::nth_element(applied.begin(), applied.begin() + (config_.min_acks - 1),
+                   applied.end(), std::greater<uint64_t>());
+  uint64_t position = applied[config_.min_acks - 1];
+  if (position <= acked_) return false;
+  acked_ = position;
+  return true;
+}
+
+uint32_t ReplicationLog::Connected() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Clock::time_point now = Clock::now();
+  uint32_t connected = 0;
+  for (const auto& [name, standby] : standbys_) {
+    connected += IsConnected(standby, now) ? 1 : 0;
+  }
+  return connected;
+}
+
+void ReplicationLog::Describe(ReplicationStatus* status) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Clock::time_point now = Clock::now();
+  status->log_id = log_id_;
+  status->oldest_kept =
+      entries_.empty() ? last_position_ + 1 : entries_.front().position;
+  status->log_bytes = bytes_;
+  status->min_acks = config_.min_acks;
+  status->standbys.clear();
+  for (const auto& [name, standby] : standbys_) {
+    StandbyInfo info;
+    info.name = name;
+    info.applied = standby.applied;
+    info.connected = IsConnected(standby, now);
+    for (auto it = entries_.rbegin();
+         it != entries_.rend() && it->position > standby.applied; ++it) {
+      info.lag_bytes += it->data.size();
+    }
+    status->standbys.push_back(std::move(info));
+  }
+}
+
+std::vector<ReplicationLog::Waiter> ReplicationLog::TakeWaiters(
+    const std::function<bool(const Waiter&)>& ready) {
+  std::vector<Waiter> taken;
+  auto keep = std::partition(waiters_.begin(), waiters_.end(),
+                             [&](const Waiter& w) { return !ready(w); });
+  for (auto it = keep; it != waiters_.end(); ++it) {
+    auto standby = standbys_.find(it->request.standby);
+    if (standby != standbys_.end() && standby->second.waiting > 0) {
+      --standby->second.waiting;
+      standby->second.last_seen = Clock::now();
+    }
+    taken.push_back(std::move(*it));
+  }
+  waiters_.erase(keep, waiters_.end());
+  return taken;
+}
+
+void ReplicationLog::Reply(
+    std::vector<std::pair<std::function<void(FollowChunk)>, FollowChunk>>
+        replies) {
+  for (auto& [done, chunk] : replies) {
+    auto shared = std::make_shared<FollowChunk>(std::move(chunk));
+    config_.executor->Post(
+        [done = std::move(done), shared] { done(std::move(*shared)); });
+  }
+}
+
+void ReplicationLog::NotifyAcked(uint64_t position) {
+  if (config_.on_acked) config_.on_acked(position);
+}
+
+void ReplicationLog::ExpireWaiters() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (true) {
+    if (closing_) break;
+    Clock::time_point next = Clock::time_point::max();
+    for (const Waiter& w : waiters_) next = std::min(next, w.deadline);
+    if (next == Clock::time_point::max()) {
+      wake_.wait(lock);
+    } else {
+      wake_.wait_until(lock, next);
+    }
+    Clock::time_point now = Clock::now();
+    std::vector<std::pair<std::function<void(FollowChunk)>, FollowChunk>>
+        replies;
+    for (Waiter& w : TakeWaiters([&](const Waiter& w) {
+           return closing_ || w.deadline <= now;
+         })) {
+      replies.emplace_back(std::move(w.done), Answer(w.request));
+    }
+    if (replies.empty()) continue;
+    lock.unlock();
+    Reply(std::move(replies));
+    lock.lock();
+  }
+  std::vector<std::pair<std::function<void(FollowChunk)>, FollowChunk>> replies;
+  for (Waiter& w : TakeWaiters([](const Waiter&) { return true; })) {
+    replies.emplace_back(std::move(w.done), Answer(w.request));
+  }
+  lock.unlock();
+  Reply(std::move(replies));
+}
+
+}  // namespace spool::actors

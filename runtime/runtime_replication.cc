@@ -1,0 +1,152 @@
+// The runtime's side of replication (spool/replication.h): a primary's log
+// for its standbys, and a standby's open, apply and rebase.
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include <caf/all.hpp>
+#include <spdlog/spdlog.h>
+
+#include "runtime/runtime_impl.h"
+#include "util/logging.h"
+
+namespace spool {
+namespace {
+
+constexpr uint64_t kMinFollowBytes = 1 << 10;
+constexpr uint64_t kMaxFollowBytes = uint64_t{256} << 20;
+constexpr auto kMaxFollowWait = std::chrono::seconds(60);
+
+bool ValidStandbyName(std::string_view name) {
+  if (name.empty() || name.size() > 64) return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+           (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
+  });
+}
+
+Status CheckFollowRequest(const FollowRequest& request) {
+  if (!ValidStandbyName(request.standby)) {
+    return Status::InvalidArgument(
+        "standby name: expected 1 to 64 of [A-Za-z0-9._-], got \"" +
+        request.standby.substr(0, 80) + "\"");
+  }
+  if (request.max_bytes < kMinFollowBytes ||
+      request.max_bytes > kMaxFollowBytes) {
+    return Status::InvalidArgument(
+        "max_bytes must be in [1024, 268435456], got " +
+        std::to_string(request.max_bytes));
+  }
+  if (request.wait.count() < 0 || request.wait > kMaxFollowWait) {
+    return Status::InvalidArgument(
+        "wait must be in [0, 60000] ms, got " +
+        std::to_string(request.wait.count() / 1000) + " ms");
+  }
+  return Status::OK();
+}
+
+Status NotStandby(std::string_view call) {
+  return Status::FailedPrecondition(
+      std::string(call) +
+      " is for a standby (replication.role = \"standby\"); this runtime is "
+      "a primary");
+}
+
+}  // namespace
+
+std::shared_ptr<actors::ReplicationLog> RuntimeImpl::MakeReplicationLog() {
+  // The log continues across a restart when the store holds exactly what
+  // its standbys were sent: nothing was written around the commits while
+  // it opened, and every commit was synced (a relaxed store may have lost
+  // commits a standby holds, and would then write others in their place).
+  uint64_t log_id = 0;
+  bool synced = options_.durability != Durability::kRelaxed;
+  if (!synced || store_->side_writes() != 0 ||
+      !store_->FollowedLog(&log_id).ok() || log_id == 0) {
+    log_id = actors::NewLogId();
+    Status s = store_->MarkFollowing(log_id);
+    if (!s.ok()) {
+      Logger()->warn("replication: recording the log id failed: {}",
+                     s.ToString());
+    }
+  }
+  actors::ReplicationLogConfig config;
+  config.max_bytes = options_.replication_log_bytes;
+  config.min_acks = options_.durability == Durability::kReplicated
+                        ? options_.replication_min_acks
+                        : 0;
+  config.ack_timeout = options_.replication_ack_timeout;
+  config.executor = executor_;
+  config.on_acked = [this](uint64_t position) {
+    if (auto writer = weak_writer_.lock()) {
+      caf::anon_send(caf::actor_cast<actors::writer_actor>(writer),
+                     actors::replicated_atom::value, position);
+    }
+  };
+  return std::make_shared<actors::ReplicationLog>(
+      std::move(config), log_id, store_->committed_batches());
+}
+
+void RuntimeImpl::FollowLog(FollowRequest request,
+                            std::function<void(Result<FollowChunk>)> done) {
+  CallGuard guard(this);
+  auto fail = [&](const Status& s) {
+    executor_->Post([done = std::move(done), s] { done(s); });
+  };
+  if (guard.closed()) return fail(ClosedError());
+  if (!replication_log_) {
+    return fail(Status::FailedPrecondition(
+        "this runtime serves no standbys: set replication.serve_standbys, "
+        "or storage.durability = \"replicated\""));
+  }
+  if (Status s = CheckFollowRequest(request); !s.ok()) return fail(s);
+  replication_log_->Follow(std::move(request),
+                           [done = std::move(done)](FollowChunk chunk) {
+                             done(std::move(chunk));
+                           });
+}
+
+ReplicationStatus RuntimeImpl::GetReplicationStatus() {
+  CallGuard guard(this);
+  ReplicationStatus status;
+  status.role = standby_ ? "standby" : "primary";
+  if (guard.closed() || !store_) return status;
+  status.position = store_->committed_batches();
+  if (replication_log_) {
+    replication_log_->Describe(&status);
+  } else if (standby_) {
+    static_cast<void>(store_->FollowedLog(&status.log_id));
+  }
+  return status;
+}
+
+Future<uint64_t> RuntimeImpl::ApplyReplicated(
+    uint64_t log_id, std::vector<ReplicatedCommit> commits) {
+  CallGuard guard(this);
+  if (guard.closed()) return Failed<uint64_t>(ClosedError(), executor_);
+  if (!standby_) return Failed<uint64_t>(NotStandby("ApplyReplicated"), executor_);
+  Promise<uint64_t> promise = NewPromise<uint64_t>();
+  actors::ApplyJob job;
+  job.log_id = log_id;
+  job.commits = std::move(commits);
+  job.done = [promise](const Result<uint64_t>& r) { promise.Set(r); };
+  caf::anon_send(replica_, actors::apply_atom::value, std::move(job));
+  return promise.GetFuture();
+}
+
+Future<uint64_t> RuntimeImpl::Rebase(std::string backup_dir, uint64_t log_id) {
+  CallGuard guard(this);
+  if (guard.closed()) return Failed<uint64_t>(ClosedError(), executor_);
+  if (!standby_) return Failed<uint64_t>(NotStandby("Rebase"), executor_);
+  Promise<uint64_t> promise = NewPromise<uint64_t>();
+  actors::RebaseJob job;
+  job.backup_dir = std::move(backup_dir);
+  job.log_id = log_id;
+  job.done = [promise](const Result<uint64_t>& r) { promise.Set(r); };
+  caf::anon_send(replica_, actors::rebase_atom::value, std::move(job));
+  return promise.GetFuture();
+}
+
+}  // namespace spool

@@ -1,0 +1,172 @@
+// TaskStore's side of replication (spool/replication.h): a primary's commit
+// data kept for its log, a standby's applying of those commits, and the
+// swap of a standby's files for a new base copy.
+
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include <rocksdb/db.h>
+#include <rocksdb/write_batch.h>
+
+#include "storage/rocks_status.h"
+#include "storage/task_store.h"
+#include "storage/task_store_internal.h"
+#include "storage/keys.h"
+
+namespace spool::storage {
+namespace {
+
+// The log a primary writes, or the one a standby follows: 8 bytes, big
+// endian. Written around Commit on purpose: it is each node's own.
+constexpr const char* kMetaLogId = "replication/log_id";
+
+Status WrongPosition(uint64_t expected, uint64_t got) {
+  return Status::InvalidArgument(
+      "replicated commit at position " + std::to_string(got) +
+      " does not follow this store's last commit; expected position " +
+      std::to_string(expected));
+}
+
+}  // namespace
+
+std::string TaskStore::TakeLastCommitData() {
+  return std::move(last_commit_data_);
+}
+
+Status TaskStore::ApplyReplicated(const std::vector<ReplicatedCommit>& commits,
+                                  uint64_t log_id) {
+  if (options_.read_only) return ReadOnlyStore(options_.path, "Apply");
+  std::shared_lock<std::shared_mutex> lock(db_mutex_);
+  if (!db_) return StoreClosed(options_.path);
+  uint64_t expected = committed_batches_ + 1;
+  for (const ReplicatedCommit& commit : commits) {
+    if (commit.position != expected) {
+      return WrongPosition(expected, commit.position);
+    }
+    if (commit.data.size() < 12) {
+      return Status::Corruption("replicated commit " +
+                                std::to_string(commit.position) +
+                                " holds no write batch (" +
+                                std::to_string(commit.data.size()) + " bytes)");
+    }
+    ++expected;
+  }
+  // Each batch reaches the log unsynced; the one sync at the end covers
+  // them all, as a group commit's does.
+  rocksdb::WriteOptions unsynced;
+  unsynced.sync = false;
+  for (const ReplicatedCommit& commit : commits) {
+    rocksdb::WriteBatch batch(commit.data);
+    Status s = FromRocks(db_->Write(unsynced, &batch),
+                         "applying replicated commit " +
+                             std::to_string(commit.position));
+    if (!s.ok()) {
+      states_.Clear();
+      return s;
+    }
+  }
+  std::string value;
+  PutBigEndian64(&value, log_id);
+  rocksdb::WriteOptions synced;
+  synced.sync = options_.durability != Durability::kMemory;
+  Status s = FromRocks(
+      db_->Put(synced, Handle(ColumnFamily::kMeta), kMetaLogId, value),
+      "syncing replicated commits");
+  // The cached states are the primary's business: a standby reads from
+  // the engine.
+  states_.Clear();
+  if (!s.ok()) return s;
+  s = LoadWriterMeta();
+  if (!s.ok()) return s;
+  if (!commits.empty() && committed_batches_ != commits.back().position) {
+    return Status::Corruption(
+        "after replicated commit " + std::to_string(commits.back().position) +
+        " the store records " + std::to_string(committed_batches_) +
+        " commits: the stream is not this store's primary's");
+  }
+  return Status::OK();
+}
+
+Status TaskStore::FollowedLog(uint64_t* log_id) const {
+  std::shared_lock<std::shared_mutex> lock(db_mutex_);
+  if (!db_) return StoreClosed(options_.path);
+  std::string value;
+  rocksdb::Status rs = db_->Get(rocksdb::ReadOptions(),
+                                Handle(ColumnFamily::kMeta), kMetaLogId, &value);
+  if (rs.IsNotFound()) {
+    *log_id = 0;
+    return Status::OK();
+  }
+  if (!rs.ok()) return FromRocks(rs, "reading the replication log id");
+  if (value.size() != 8) {
+    return Status::Corruption("storage directory " + options_.path + ": meta " +
+                              kMetaLogId + " is malformed");
+  }
+  *log_id = GetBigEndian64(value.data());
+  return Status::OK();
+}
+
+Status TaskStore::MarkFollowing(uint64_t log_id) {
+  if (options_.read_only) return ReadOnlyStore(options_.path, "MarkFollowing");
+  std::shared_lock<std::shared_mutex> lock(db_mutex_);
+  if (!db_) return StoreClosed(options_.path);
+  std::string value;
+  PutBigEndian64(&value, log_id);
+  rocksdb::WriteOptions wo;
+  wo.sync = options_.durability != Durability::kMemory;
+  return FromRocks(
+      db_->Put(wo, Handle(ColumnFamily::kMeta), kMetaLogId, value),
+      "recording the replication log id");
+}
+
+Status TaskStore::ReplaceWith(const std::string& restored_dir) {
+  if (options_.read_only) return ReadOnlyStore(options_.path, "ReplaceWith");
+  if (options_.durability == Durability::kMemory) {
+    return Status::NotSupported("an in-memory store cannot take a base copy");
+  }
+  std::unique_lock<std::shared_mutex> lock(db_mutex_);
+  std::string aside = options_.path + ".replaced";
+  std::error_code error;
+  std::filesystem::remove_all(aside, error);
+  CloseDb();
+  std::filesystem::rename(options_.path, aside, error);
+  if (error) {
+    Status reopened = OpenDb();
+    if (reopened.ok()) reopened = LoadMeta();
+    return Status::IOError("moving " + options_.path + " aside for a base " +
+                           "copy: " + error.message() +
+                           (reopened.ok() ? std::string()
+                                          : "; reopening it failed too: " +
+                                                reopened.ToString()));
+  }
+  std::filesystem::rename(restored_dir, options_.path, error);
+  if (error) {
+    std::error_code back;
+    std::filesystem::rename(aside, options_.path, back);
+    Status reopened = OpenDb();
+    if (reopened.ok()) reopened = LoadMeta();
+    return Status::IOError("moving the base copy " + restored_dir +
+                           " into " + options_.path + ": " + error.message() +
+                           (reopened.ok() ? std::string()
+                                          : "; reopening the old store "
+                                            "failed too: " +
+                                                reopened.ToString()));
+  }
+  Status s = OpenDb();
+  if (s.ok()) s = LoadMeta();
+  if (!s.ok()) {
+    CloseDb();
+    return s.WithContext("opening the base copy in " + options_.path);
+  }
+  std::filesystem::remove_all(aside, error);
+  return Status::OK();
+}
+
+}  // namespace spool::storage
