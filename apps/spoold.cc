@@ -23,6 +23,7 @@
 #include <spool/http/builtin_handlers.h>
 #include <spool/http/http_server.h>
 #include <spool/http/spoold_config.h>
+#include <spool/http/standby.h>
 #include <spool/runtime.h>
 
 namespace {
@@ -61,6 +62,30 @@ int main(int argc, char** argv) {
     return 0;
   }
 
+  const spool::Options& runtime_options = config.runtime;
+  const bool standby =
+      runtime_options.replication_role == spool::ReplicationRole::kStandby;
+  const bool serves_standbys =
+      runtime_options.serve_standbys ||
+      runtime_options.durability == spool::Durability::kReplicated;
+  if (serves_standbys || standby) {
+    if (runtime_options.replication_secret_file.empty()) {
+      return Fail(
+          "replication.secret_file is required: standbys present it to the "
+          "primary's /v1/replication routes");
+    }
+  }
+  if (serves_standbys && !standby) {
+    config.server.replication_secret_file =
+        runtime_options.replication_secret_file;
+    // Beside the store, outside it: the base backups standbys copy.
+    config.server.replication_base_dir =
+        runtime_options.path + ".standby-base";
+  }
+  if (standby) {
+    config.server.replication_primary = runtime_options.replication_primary;
+  }
+
   // SIGTERM and SIGINT are taken by sigwait below; blocked before any
   // thread starts, so that every thread inherits the mask.
   sigset_t stop_signals;
@@ -91,12 +116,20 @@ int main(int argc, char** argv) {
   s = spool::Runtime::Open(config.runtime, &runtime);
   if (!s.ok()) return Fail("open " + config.runtime.path + ": " + s.ToString());
 
-  // Your own handlers go here, beside the built-in ones.
-  s = spool::http::RegisterBuiltinHandlers(runtime.get(), config.handlers);
-  if (s.ok()) s = runtime->Start();
+  std::unique_ptr<spool::http::StandbyFollower> follower;
+  if (standby) {
+    // A standby runs nothing: its copy follows the primary's commits.
+    s = spool::http::StandbyFollower::Start(runtime.get(), config.runtime,
+                                            &follower);
+  } else {
+    // Your own handlers go here, beside the built-in ones.
+    s = spool::http::RegisterBuiltinHandlers(runtime.get(), config.handlers);
+    if (s.ok()) s = runtime->Start();
+  }
   if (!s.ok()) return Fail(s.ToString());
   server->AttachRuntime(runtime.get());
-  std::fprintf(stderr, "spoold: ready\n");
+  std::fprintf(stderr, "spoold: ready%s\n",
+               standby ? " (standby)" : "");
 
   int signal = 0;
   sigwait(&stop_signals, &signal);
@@ -104,6 +137,7 @@ int main(int argc, char** argv) {
                signal == SIGTERM ? "SIGTERM" : "SIGINT");
 
   server->Stop();
+  follower.reset();
   spool::Result<void> closed = runtime->Close().Wait();
   server.reset();
   runtime.reset();

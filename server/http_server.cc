@@ -29,6 +29,7 @@
 #include <spool/statistics.h>
 
 #include "server/api_json.h"
+#include "server/replication_wire.h"
 #include "server/request_guard.h"
 #include "server/spool_dashboard_dashboard_css.h"
 #include "server/spool_dashboard_dashboard_js.h"
@@ -694,6 +695,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::optional<Response> Refuse(const Request& req, bool post) const;
   // GET /metrics: spool's statistics and the server's own, for Prometheus.
   Response Metrics(Runtime* runtime) const;
+  // /readyz: 503 on a replicated primary with too few standbys.
+  Response Readiness(Runtime* runtime) const;
+  // 421 from a standby, naming its primary.
+  Response Misdirected() const;
+  // /v1/replication/*: the standbys' routes (server/replication_wire.h).
+  void Replication(Runtime* runtime, const Request& req,
+                   const std::vector<std::string_view>& seg,
+                   std::string_view query);
   void Enqueue(Runtime* runtime, const Request& req);
   void EnqueueBatch(Runtime* runtime, const Request& req);
   void StartEvents(Runtime* runtime, std::string_view query,
@@ -976,10 +985,25 @@ void Connection::Dispatch(Request req) {
   }
   if (seg.size() == 1 && seg[0] == "readyz") {
     if (!get) return method_not_allowed("GET");
-    return Write(Json(bhttp::status::ok, "{\"status\":\"ready\"}", version));
+    return Write(Readiness(runtime));
+  }
+  // Standbys present their own secret, which opens nothing else.
+  if (seg.size() >= 2 && seg[0] == "v1" && seg[1] == "replication") {
+    return Replication(runtime, req, seg, query);
   }
   if (std::optional<Response> refused = Refuse(req, post)) {
     return Write(std::move(*refused));
+  }
+  // A standby's copy changes only by its primary's commits.
+  if (post && !server_->options().replication_primary.empty()) {
+    return Write(Misdirected());
+  }
+  if (seg.size() == 2 && seg[0] == "v1" && seg[1] == "cluster") {
+    if (!get) return method_not_allowed("GET");
+    return Write(Json(bhttp::status::ok,
+                      ClusterJson(runtime->GetReplicationStatus(),
+                                  server_->options().replication_primary),
+                      version));
   }
   if (seg.size() == 1 && seg[0] == "metrics") {
     if (!get) return method_not_allowed("GET");
@@ -1101,6 +1125,146 @@ void Connection::Dispatch(Request req) {
               "no such path: " + std::string(path), version));
 }
 
+Response Connection::Readiness(Runtime* runtime) const {
+  ReplicationStatus status = runtime->GetReplicationStatus();
+  uint32_t connected = 0;
+  for (const StandbyInfo& standby : status.standbys) {
+    connected += standby.connected ? 1 : 0;
+  }
+  if (status.min_acks > 0 && connected < status.min_acks) {
+    Response res = Json(
+        bhttp::status::service_unavailable,
+        "{\"status\":\"not_ready\",\"reason\":" +
+            JsonString("replication: " + std::to_string(connected) +
+                       " of the " + std::to_string(status.min_acks) +
+                       " standby(s) that must acknowledge each commit "
+                       "(replication.min_acks) are connected") +
+            "}",
+        version_);
+    res.set(bhttp::field::retry_after, "1");
+    return res;
+  }
+  return Json(bhttp::status::ok,
+              "{\"status\":\"ready\",\"role\":" + JsonString(status.role) +
+                  "}",
+              version_);
+}
+
+Response Connection::Misdirected() const {
+  const std::string& primary = server_->options().replication_primary;
+  return Json(bhttp::status::misdirected_request,
+              "{\"error\":{\"code\":\"standby\",\"message\":" +
+                  JsonString("this spoold is a standby: it serves reads from "
+                             "its copy; send writes to the primary at " +
+                             primary) +
+                  "},\"primary\":" + JsonString(primary) + "}",
+              version_);
+}
+
+void Connection::Replication(Runtime* runtime, const Request& req,
+                             const std::vector<std::string_view>& seg,
+                             std::string_view query) {
+  unsigned version = version_;
+  const RequestGuard& guard = server_->guard();
+  if (!guard.serves_standbys()) {
+    return Write(Error(bhttp::status::not_found, "not_found",
+                       "replication is off here: it needs "
+                       "replication.secret_file",
+                       version));
+  }
+  auto auth = req[bhttp::field::authorization];
+  if (!guard.IsStandby(std::string_view(auth.data(), auth.size()))) {
+    Response res = Error(bhttp::status::unauthorized, "unauthorized",
+                         "the replication routes need Authorization: Bearer "
+                         "<secret from replication.secret_file>",
+                         version);
+    res.set(bhttp::field::www_authenticate, "Bearer");
+    return Write(std::move(res));
+  }
+  if (!server_->options().replication_primary.empty()) {
+    return Write(Misdirected());
+  }
+  bhttp::verb method = req.method();
+  if (seg.size() == 3 && seg[2] == "follow") {
+    if (method != bhttp::verb::post) {
+      return Write(Error(bhttp::status::method_not_allowed,
+                         "method_not_allowed", "use POST", version));
+    }
+    FollowRequest request;
+    if (Status s = ParseFollowQuery(query, &request); !s.ok()) {
+      return Write(ErrorFor(s));
+    }
+    return runtime->FollowLog(
+        std::move(request),
+        [self = shared_from_this(), version](Result<FollowChunk> chunk) {
+          if (!chunk.ok()) return self->Respond(self->ErrorFor(chunk.status()));
+          if (chunk->gone) {
+            return self->Respond(Json(
+                bhttp::status::gone,
+                "{\"error\":{\"code\":\"gone\",\"message\":" +
+                    JsonString(chunk->why) + "},\"log_id\":\"" +
+                    std::to_string(chunk->log_id) + "\"}",
+                version));
+          }
+          Response res(bhttp::status::ok, version);
+          res.set(bhttp::field::content_type, "application/octet-stream");
+          res.set(bhttp::field::cache_control, "no-store");
+          res.set("X-Spool-Log-Id", std::to_string(chunk->log_id));
+          res.set("X-Spool-Primary-Position",
+                  std::to_string(chunk->primary_position));
+          res.body() = EncodeCommits(chunk->commits);
+          self->Respond(std::move(res));
+        });
+  }
+  const std::string& base_dir = server_->options().replication_base_dir;
+  if (seg.size() == 3 && seg[2] == "base") {
+    if (method != bhttp::verb::post) {
+      return Write(Error(bhttp::status::method_not_allowed,
+                         "method_not_allowed", "use POST", version));
+    }
+    // Before the backup: a log that starts over meanwhile makes the
+    // standby's next follow say gone, and it copies again.
+    uint64_t log_id = runtime->GetReplicationStatus().log_id;
+    return Answer(runtime->BackupTo(base_dir),
+                  [base_dir, log_id, version](const BackupInfo& info) {
+                    std::vector<BaseFile> files;
+                    Status s = ListBaseFiles(base_dir, &files);
+                    if (!s.ok()) {
+                      return Error(bhttp::status::internal_server_error,
+                                   "io_error", s.message(), version);
+                    }
+                    return Json(bhttp::status::created,
+                                BaseJson(info.id, log_id, files), version);
+                  });
+  }
+  if (seg.size() == 4 && seg[2] == "base" && seg[3] == "file") {
+    if (method != bhttp::verb::get) {
+      return Write(Error(bhttp::status::method_not_allowed,
+                         "method_not_allowed", "use GET", version));
+    }
+    std::optional<std::string> name = QueryParameter(query, "name");
+    std::optional<std::string> offset_text = QueryParameter(query, "offset");
+    std::optional<TaskId> offset =
+        offset_text && *offset_text == "0" ? std::optional<TaskId>(0)
+                                           : ParseId(offset_text.value_or(""));
+    if (!name || !offset) {
+      return Write(ErrorFor(Status::InvalidArgument(
+          "expected ?name=FILE&offset=N from the base listing")));
+    }
+    std::string bytes;
+    if (Status s = ReadBaseChunk(base_dir, *name, *offset, &bytes); !s.ok()) {
+      return Write(ErrorFor(s));
+    }
+    Response res(bhttp::status::ok, version);
+    res.set(bhttp::field::content_type, "application/octet-stream");
+    res.set(bhttp::field::cache_control, "no-store");
+    res.body() = std::move(bytes);
+    return Write(std::move(res));
+  }
+  Write(Error(bhttp::status::not_found, "not_found",
+              "no such replication route", version));
+}
+
 std::optional<Response> Connection::Refuse(const Request& req,
                                            bool post) const {
   const RequestGuard& guard = server_->guard();
@@ -1134,6 +1298,7 @@ std::optional<Response> Connection::Refuse(const Request& req,
 
 Response Connection::Metrics(Runtime* runtime) const {
   std::string body = FormatPrometheus(runtime->GetStatistics());
+  body += ReplicationMetrics(runtime->GetReplicationStatus());
   body +=
       "# HELP spoold_http_requests_total HTTP requests read since start.\n"
       "# TYPE spoold_http_requests_total counter\n"

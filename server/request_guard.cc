@@ -62,6 +62,10 @@ std::string HostName(std::string_view host_header) {
   return Lower(name);
 }
 
+bool RequestGuard::IsStandby(std::string_view authorization) const {
+  return BearerMatches(authorization, replication_secret_);
+}
+
 Status RequestGuard::Create(const ServerOptions& options, RequestGuard* guard) {
   RequestGuard built;
   std::string host = ListenHost(options.listen);
@@ -84,6 +88,13 @@ Status RequestGuard::Create(const ServerOptions& options, RequestGuard* guard) {
   if (!options.token_file.empty()) {
     if (Status s = LoadBearerToken(options.token_file, &built.token_); !s.ok())
       return s;
+  }
+  if (!options.replication_secret_file.empty()) {
+    if (Status s = LoadBearerToken(options.replication_secret_file,
+                                   &built.replication_secret_);
+        !s.ok()) {
+      return s.WithContext("replication.secret_file");
+    }
   }
   if (!options.read_token_file.empty()) {
     if (Status s = LoadBearerToken(options.read_token_file, &built.read_token_);

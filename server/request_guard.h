@@ -43,8 +43,15 @@ class RequestGuard {
   // Whether mutations are possible at all (a write token is configured).
   bool writable() const { return !token_.empty(); }
 
+  // Whether `authorization` carries the replication secret
+  // (ServerOptions::replication_secret_file); constant-time. False when
+  // none is configured: then the replication routes are closed.
+  bool IsStandby(std::string_view authorization) const;
+  bool serves_standbys() const { return !replication_secret_.empty(); }
+
  private:
   std::string token_;
+  std::string replication_secret_;
   std::string read_token_;
   std::vector<std::string> hosts_;  // lower case, no port
 };

@@ -238,7 +238,8 @@ class SpooldTest(unittest.TestCase):
 
     def test_01_health_and_page(self):
         self.assertEqual(curl(self.server, "/healthz")[0], 200)
-        self.assertEqual(curl(self.server, "/readyz")[1], {"status": "ready"})
+        self.assertEqual(curl(self.server, "/readyz")[1],
+                         {"status": "ready", "role": "primary"})
         code, page = curl(self.server, "/")
         self.assertEqual(code, 200)
         self.assertIn("<title>spoold</title>", page)

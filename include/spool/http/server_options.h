@@ -39,6 +39,18 @@ struct ServerOptions {
   // dashboard's static files needs one of them. Default: empty.
   std::string read_token_file;
 
+  // Replication (docs/replication.md), from the config's [replication]
+  // section. The file of the secret standbys present on
+  // /v1/replication/* (same rules as token_file); it opens those routes
+  // and nothing else. Empty: they answer 404. Default: empty.
+  std::string replication_secret_file;
+  // A primary: where it makes the base backups its standbys copy, outside
+  // the store. Empty: no base is offered. Default: empty.
+  std::string replication_base_dir;
+  // A standby: its primary's URL. Every POST is then answered 421 naming
+  // it, and /v1/cluster shows it. Default: empty (a primary).
+  std::string replication_primary;
+
   // Host names (of the Host header, without the port) requests may name,
   // beyond the loopback names and the listen address, which are always
   // accepted. Any other Host is answered 421, so that a DNS name an
