@@ -107,6 +107,7 @@ class Follower final : public StandbyFollower {
     }
     wake_.notify_all();
     thread_.join();
+    if (curl_ != nullptr) curl_easy_cleanup(curl_);
   }
   bool connected() const override { return connected_; }
   std::string last_error() const override {
@@ -119,11 +120,16 @@ class Follower final : public StandbyFollower {
   Reply Request(const std::string& method, const std::string& path,
                 uint64_t limit, std::chrono::milliseconds timeout) {
     Reply reply;
-    CURL* curl = curl_easy_init();
-    if (curl == nullptr) {
+    // One handle for every request: its connection to the primary is kept
+    // alive between them, so that a follow costs one round trip, not a
+    // TCP (and TLS) handshake too (docs/experiments.md).
+    if (curl_ == nullptr) curl_ = curl_easy_init();
+    if (curl_ == nullptr) {
       reply.error = "curl_easy_init failed";
       return reply;
     }
+    CURL* curl = curl_;
+    curl_easy_reset(curl);
     Transfer transfer{&reply, &stop_, limit};
     curl_slist* headers = curl_slist_append(nullptr, auth_.c_str());
     std::string url = primary_ + path;
@@ -158,7 +164,6 @@ class Follower final : public StandbyFollower {
       curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &reply.code);
     }
     curl_slist_free_all(headers);
-    curl_easy_cleanup(curl);
     return reply;
   }
 
@@ -299,6 +304,8 @@ class Follower final : public StandbyFollower {
   mutable std::mutex mutex_;
   std::condition_variable wake_;
   std::string last_error_;  // GUARDED_BY(mutex_)
+  // The follower thread's alone.
+  CURL* curl_ = nullptr;
   std::thread thread_;
 };
 
