@@ -201,7 +201,9 @@ class Follower final : public StandbyFollower {
     ReplicationStatus status = runtime_->GetReplicationStatus();
     FollowRequest request;
     request.standby = name_;
-    request.log_id = status.log_id;
+    // A stream this copy could not apply: asking as a standby of no log
+    // makes the primary answer gone, and a new base follows.
+    request.log_id = force_base_ ? 0 : status.log_id;
     request.applied = status.position;
     request.max_bytes = kFollowBytes;
     request.wait = kFollowWait;
@@ -225,6 +227,10 @@ class Follower final : public StandbyFollower {
     uint64_t log_id = std::strtoull(reply.log_id.c_str(), nullptr, 10);
     Result<uint64_t> applied =
         runtime_->ApplyReplicated(log_id, std::move(commits)).Wait();
+    if (applied.status().IsInvalidArgument() ||
+        applied.status().IsCorruption()) {
+      force_base_ = true;
+    }
     return applied.status();
   }
 
@@ -254,6 +260,7 @@ class Follower final : public StandbyFollower {
     Result<uint64_t> at = runtime_->Rebase(download_dir_, log_id).Wait();
     std::filesystem::remove_all(download_dir_, error);
     if (!at.ok()) return at.status();
+    force_base_ = false;
     ++rebases_;
     std::fprintf(stderr, "spoold: standby: base copied, at position %llu\n",
                  static_cast<unsigned long long>(*at));
@@ -301,6 +308,8 @@ class Follower final : public StandbyFollower {
   std::atomic<bool> stop_{false};
   std::atomic<bool> connected_{false};
   std::atomic<uint64_t> rebases_{0};
+  // The follower thread's alone.
+  bool force_base_ = false;
   mutable std::mutex mutex_;
   std::condition_variable wake_;
   std::string last_error_;  // GUARDED_BY(mutex_)

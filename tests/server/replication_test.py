@@ -248,6 +248,10 @@ class ReplicationTest(unittest.TestCase):
         ids.append(body["id"])
         for task_id in ids:
             self.assertEqual(curl(standby, "/v1/tasks/%d" % task_id)[0], 200, task_id)
+        # Its log went on across the clean restart: one base copy, the first.
+        with open(os.path.join(standby.directory, "spoold.log"), "rb") as f:
+            log = f.read().decode("utf-8", "replace")
+        self.assertEqual(log.count("copying a base"), 1, log)
 
 
 if __name__ == "__main__":
