@@ -7,11 +7,10 @@ namespace spool::actors {
 
 AckWaiters::~AckWaiters() {
   for (Held& held : held_) {
-    Run(held.done,
-        Status::Closed("the runtime closed before enough standbys "
-                       "acknowledged commit " +
-                       std::to_string(held.position) +
-                       "; it is stored on the primary's disk"));
+    Run(held.done, Status::Closed("the runtime closed before enough standbys "
+                                  "acknowledged commit " +
+                                  std::to_string(held.position) +
+                                  "; it is stored on the primary's disk"));
   }
 }
 
@@ -46,7 +45,8 @@ std::optional<AckWaiters::TimePoint> AckWaiters::Expire(TimePoint now) {
           Status::TimedOut(
               "commit " + std::to_string(held.position) +
               " is stored on the primary's disk, but fewer than " +
-              std::to_string(min_acks_) + " standby(s) acknowledged it within " +
+              std::to_string(min_acks_) +
+              " standby(s) acknowledged it within " +
               std::to_string(timeout_.count()) +
               " ms (replication.ack_timeout_ms); it is not replicated"));
       held_.pop_front();

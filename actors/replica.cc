@@ -21,7 +21,8 @@ Result<uint64_t> Rebase(storage::TaskStore& store, const RebaseJob& job) {
   std::error_code error;
   std::filesystem::remove_all(restored, error);
   BackupInfo info;
-  Status s = storage::RestoreBackup(job.backup_dir, restored, std::nullopt, &info);
+  Status s =
+      storage::RestoreBackup(job.backup_dir, restored, std::nullopt, &info);
   if (!s.ok()) return s.WithContext("restoring the base copy");
   s = store.ReplaceWith(restored);
   if (!s.ok()) {

@@ -72,8 +72,8 @@ void ReplicationLog::Append(uint64_t position, std::string data) {
       bytes_ -= entries_.front().data.size();
       entries_.pop_front();
     }
-    for (Waiter& w : TakeWaiters(
-             [this](const Waiter& w) { return Ready(w.request); })) {
+    for (Waiter& w :
+         TakeWaiters([this](const Waiter& w) { return Ready(w.request); })) {
       replies.emplace_back(std::move(w.done), Answer(w.request));
     }
   }
@@ -108,13 +108,12 @@ FollowChunk ReplicationLog::Answer(const FollowRequest& request) const {
       entries_.empty() ? last_position_ + 1 : entries_.front().position;
   if (request.log_id != log_id_) {
     chunk.gone = true;
-    chunk.why = request.log_id == 0
-                    ? "the standby follows no log yet"
-                    : "the standby follows log " +
-                          std::to_string(request.log_id) +
-                          ", and this primary writes log " +
-                          std::to_string(log_id_) +
-                          " (it restarted, or wrote around its commits)";
+    chunk.why =
+        request.log_id == 0
+            ? "the standby follows no log yet"
+            : "the standby follows log " + std::to_string(request.log_id) +
+                  ", and this primary writes log " + std::to_string(log_id_) +
+                  " (it restarted, or wrote around its commits)";
     return chunk;
   }
   if (request.applied > last_position_) {
@@ -271,9 +270,8 @@ void ReplicationLog::ExpireWaiters() {
     Clock::time_point now = Clock::now();
     std::vector<std::pair<std::function<void(FollowChunk)>, FollowChunk>>
         replies;
-    for (Waiter& w : TakeWaiters([&](const Waiter& w) {
-           return closing_ || w.deadline <= now;
-         })) {
+    for (Waiter& w : TakeWaiters(
+             [&](const Waiter& w) { return closing_ || w.deadline <= now; })) {
       replies.emplace_back(std::move(w.done), Answer(w.request));
     }
     if (replies.empty()) continue;

@@ -106,22 +106,24 @@ class ReplicationLog {
   bool IsConnected(const Standby& standby,
                    std::chrono::steady_clock::time_point now) const;
   // Takes the waiters that `ready` accepts. REQUIRES: mutex_ held.
-  std::vector<Waiter> TakeWaiters(const std::function<bool(const Waiter&)>& ready);
-  void Reply(std::vector<std::pair<std::function<void(FollowChunk)>,
-                                   FollowChunk>> replies);
+  std::vector<Waiter> TakeWaiters(
+      const std::function<bool(const Waiter&)>& ready);
+  void Reply(
+      std::vector<std::pair<std::function<void(FollowChunk)>, FollowChunk>>
+          replies);
   void NotifyAcked(uint64_t position);
   void ExpireWaiters();
 
   const ReplicationLogConfig config_;
   mutable std::mutex mutex_;
-  uint64_t log_id_;                      // GUARDED_BY(mutex_)
-  uint64_t last_position_;               // GUARDED_BY(mutex_)
-  std::deque<Entry> entries_;            // GUARDED_BY(mutex_)
-  uint64_t bytes_ = 0;                   // GUARDED_BY(mutex_)
+  uint64_t log_id_;                          // GUARDED_BY(mutex_)
+  uint64_t last_position_;                   // GUARDED_BY(mutex_)
+  std::deque<Entry> entries_;                // GUARDED_BY(mutex_)
+  uint64_t bytes_ = 0;                       // GUARDED_BY(mutex_)
   std::map<std::string, Standby> standbys_;  // GUARDED_BY(mutex_)
-  std::vector<Waiter> waiters_;          // GUARDED_BY(mutex_)
-  uint64_t acked_ = 0;                   // GUARDED_BY(mutex_)
-  bool closing_ = false;                 // GUARDED_BY(mutex_)
+  std::vector<Waiter> waiters_;              // GUARDED_BY(mutex_)
+  uint64_t acked_ = 0;                       // GUARDED_BY(mutex_)
+  bool closing_ = false;                     // GUARDED_BY(mutex_)
   std::condition_variable wake_;
   // Answers waiters whose wait ran out; a thread of its own, since a
   // request may wait for up to a minute.

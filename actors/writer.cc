@@ -1441,11 +1441,11 @@ bool RefusedForStandbys(WriterState& st, EnqueueCommand& command) {
   if (!st.acks) return false;
   uint32_t connected = st.config.replication->Connected();
   if (connected >= st.config.min_acks) return false;
-  command.done(Status::Busy(
-      "replication: " + std::to_string(connected) + " of the " +
-      std::to_string(st.config.min_acks) +
-      " standby(s) that must acknowledge each commit "
-      "(replication.min_acks) are connected; nothing was stored"));
+  command.done(
+      Status::Busy("replication: " + std::to_string(connected) + " of the " +
+                   std::to_string(st.config.min_acks) +
+                   " standby(s) that must acknowledge each commit "
+                   "(replication.min_acks) are connected; nothing was stored"));
   return true;
 }
 

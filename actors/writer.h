@@ -18,8 +18,8 @@
 #include <spool/storage_health.h>
 
 #include "actors/actors.h"
-#include "actors/replication_log.h"
 #include "actors/attempt_control.h"
+#include "actors/replication_log.h"
 #include "actors/writer_stats.h"
 #include "storage/task_store.h"
 #include "util/metrics.h"

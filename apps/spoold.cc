@@ -79,8 +79,7 @@ int main(int argc, char** argv) {
     config.server.replication_secret_file =
         runtime_options.replication_secret_file;
     // Beside the store, outside it: the base backups standbys copy.
-    config.server.replication_base_dir =
-        runtime_options.path + ".standby-base";
+    config.server.replication_base_dir = runtime_options.path + ".standby-base";
   }
   if (standby) {
     config.server.replication_primary = runtime_options.replication_primary;
@@ -128,8 +127,7 @@ int main(int argc, char** argv) {
   }
   if (!s.ok()) return Fail(s.ToString());
   server->AttachRuntime(runtime.get());
-  std::fprintf(stderr, "spoold: ready%s\n",
-               standby ? " (standby)" : "");
+  std::fprintf(stderr, "spoold: ready%s\n", standby ? " (standby)" : "");
 
   int signal = 0;
   sigwait(&stop_signals, &signal);

@@ -415,8 +415,8 @@ const std::vector<KeySpec>& Registry() {
                                 "The storage directory; created when missing."),
       EnumKey<&Options::durability, DurabilityName, Durability::kSync,
               Durability::kRelaxed, Durability::kMemory,
-              Durability::kReplicated>(
-          "storage", "durability", "When a write counts as stored."),
+              Durability::kReplicated>("storage", "durability",
+                                       "When a write counts as stored."),
       IntegerKey<&Options::max_payload_bytes, 1, int64_t{1} << 30>(
           "storage", "max_payload_bytes",
           "The largest payload Enqueue accepts, in bytes."),
@@ -513,7 +513,8 @@ const std::vector<KeySpec>& Registry() {
           "replication", "secret_file",
           "The file of the secret standbys present to the primary."),
       StringKey<&Options::replication_ca_file, /*kAllowEmpty=*/true>(
-          "replication", "ca_file", "The CA file that verifies an https primary."),
+          "replication", "ca_file",
+          "The CA file that verifies an https primary."),
       BooleanKey<&Options::serve_standbys>(
           "replication", "serve_standbys",
           "Keep a log for standbys; durability \"replicated\" implies it."),
@@ -523,8 +524,7 @@ const std::vector<KeySpec>& Registry() {
       MillisecondsKey<&Options::replication_ack_timeout, 10, 600'000>(
           "replication", "ack_timeout_ms",
           "How long a commit waits for its standbys' acknowledgements."),
-      IntegerKey<&Options::replication_log_bytes, 1 << 20,
-                 int64_t{16} << 30>(
+      IntegerKey<&Options::replication_log_bytes, 1 << 20, int64_t{16} << 30>(
           "replication", "log_bytes",
           "Commit data kept in memory for standbys; beyond it, a new base."),
       StringKey<&Options::remote_listen, /*kAllowEmpty=*/true>(

@@ -323,8 +323,7 @@ Status RuntimeImpl::OpenStore() {
                                  ? Durability::kSync
                                  : options_.durability;
   store_options.keep_commit_data =
-      options_.serve_standbys ||
-      options_.durability == Durability::kReplicated;
+      options_.serve_standbys || options_.durability == Durability::kReplicated;
   store_options.env = hooks_.env;
   store_options.state_cache_entries = options_.writer_state_cache;
   store_options.memtable_bytes = options_.memtable_bytes;

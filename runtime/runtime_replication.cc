@@ -40,9 +40,9 @@ Status CheckFollowRequest(const FollowRequest& request) {
         std::to_string(request.max_bytes));
   }
   if (request.wait.count() < 0 || request.wait > kMaxFollowWait) {
-    return Status::InvalidArgument(
-        "wait must be in [0, 60000] ms, got " +
-        std::to_string(request.wait.count() / 1000) + " ms");
+    return Status::InvalidArgument("wait must be in [0, 60000] ms, got " +
+                                   std::to_string(request.wait.count() / 1000) +
+                                   " ms");
   }
   return Status::OK();
 }
@@ -85,8 +85,8 @@ std::shared_ptr<actors::ReplicationLog> RuntimeImpl::MakeReplicationLog() {
                      actors::replicated_atom::value, position);
     }
   };
-  return std::make_shared<actors::ReplicationLog>(
-      std::move(config), log_id, store_->committed_batches());
+  return std::make_shared<actors::ReplicationLog>(std::move(config), log_id,
+                                                  store_->committed_batches());
 }
 
 void RuntimeImpl::FollowLog(FollowRequest request,
@@ -102,10 +102,9 @@ void RuntimeImpl::FollowLog(FollowRequest request,
         "or storage.durability = \"replicated\""));
   }
   if (Status s = CheckFollowRequest(request); !s.ok()) return fail(s);
-  replication_log_->Follow(std::move(request),
-                           [done = std::move(done)](FollowChunk chunk) {
-                             done(std::move(chunk));
-                           });
+  replication_log_->Follow(
+      std::move(request),
+      [done = std::move(done)](FollowChunk chunk) { done(std::move(chunk)); });
 }
 
 ReplicationStatus RuntimeImpl::GetReplicationStatus() {
@@ -126,7 +125,8 @@ Future<uint64_t> RuntimeImpl::ApplyReplicated(
     uint64_t log_id, std::vector<ReplicatedCommit> commits) {
   CallGuard guard(this);
   if (guard.closed()) return Failed<uint64_t>(ClosedError(), executor_);
-  if (!standby_) return Failed<uint64_t>(NotStandby("ApplyReplicated"), executor_);
+  if (!standby_)
+    return Failed<uint64_t>(NotStandby("ApplyReplicated"), executor_);
   Promise<uint64_t> promise = NewPromise<uint64_t>();
   actors::ApplyJob job;
   job.log_id = log_id;

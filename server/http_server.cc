@@ -1132,21 +1132,20 @@ Response Connection::Readiness(Runtime* runtime) const {
     connected += standby.connected ? 1 : 0;
   }
   if (status.min_acks > 0 && connected < status.min_acks) {
-    Response res = Json(
-        bhttp::status::service_unavailable,
-        "{\"status\":\"not_ready\",\"reason\":" +
-            JsonString("replication: " + std::to_string(connected) +
-                       " of the " + std::to_string(status.min_acks) +
-                       " standby(s) that must acknowledge each commit "
-                       "(replication.min_acks) are connected") +
-            "}",
-        version_);
+    Response res =
+        Json(bhttp::status::service_unavailable,
+             "{\"status\":\"not_ready\",\"reason\":" +
+                 JsonString("replication: " + std::to_string(connected) +
+                            " of the " + std::to_string(status.min_acks) +
+                            " standby(s) that must acknowledge each commit "
+                            "(replication.min_acks) are connected") +
+                 "}",
+             version_);
     res.set(bhttp::field::retry_after, "1");
     return res;
   }
   return Json(bhttp::status::ok,
-              "{\"status\":\"ready\",\"role\":" + JsonString(status.role) +
-                  "}",
+              "{\"status\":\"ready\",\"role\":" + JsonString(status.role) + "}",
               version_);
 }
 
@@ -1199,12 +1198,12 @@ void Connection::Replication(Runtime* runtime, const Request& req,
         [self = shared_from_this(), version](Result<FollowChunk> chunk) {
           if (!chunk.ok()) return self->Respond(self->ErrorFor(chunk.status()));
           if (chunk->gone) {
-            return self->Respond(Json(
-                bhttp::status::gone,
-                "{\"error\":{\"code\":\"gone\",\"message\":" +
-                    JsonString(chunk->why) + "},\"log_id\":\"" +
-                    std::to_string(chunk->log_id) + "\"}",
-                version));
+            return self->Respond(
+                Json(bhttp::status::gone,
+                     "{\"error\":{\"code\":\"gone\",\"message\":" +
+                         JsonString(chunk->why) + "},\"log_id\":\"" +
+                         std::to_string(chunk->log_id) + "\"}",
+                     version));
           }
           Response res(bhttp::status::ok, version);
           res.set(bhttp::field::content_type, "application/octet-stream");
@@ -1244,9 +1243,9 @@ void Connection::Replication(Runtime* runtime, const Request& req,
     }
     std::optional<std::string> name = QueryParameter(query, "name");
     std::optional<std::string> offset_text = QueryParameter(query, "offset");
-    std::optional<TaskId> offset =
-        offset_text && *offset_text == "0" ? std::optional<TaskId>(0)
-                                           : ParseId(offset_text.value_or(""));
+    std::optional<TaskId> offset = offset_text && *offset_text == "0"
+                                       ? std::optional<TaskId>(0)
+                                       : ParseId(offset_text.value_or(""));
     if (!name || !offset) {
       return Write(ErrorFor(Status::InvalidArgument(
           "expected ?name=FILE&offset=N from the base listing")));

@@ -3,9 +3,8 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <system_error>
-
 #include <nlohmann/json.hpp>
+#include <system_error>
 
 #include "server/api_json.h"
 #include "server/json_parse.h"
@@ -80,19 +79,19 @@ Status DecodeCommits(std::string_view body,
   size_t offset = 0;
   while (offset < body.size()) {
     if (body.size() - offset < 12) {
-      return Status::Corruption("replication stream: a commit header is cut "
-                                "off at byte " +
-                                std::to_string(offset));
+      return Status::Corruption(
+          "replication stream: a commit header is cut "
+          "off at byte " +
+          std::to_string(offset));
     }
     ReplicatedCommit commit;
     commit.position = GetBig(body.substr(offset), 8);
     uint64_t length = GetBig(body.substr(offset + 8), 4);
     offset += 12;
     if (body.size() - offset < length) {
-      return Status::Corruption("replication stream: commit " +
-                                std::to_string(commit.position) +
-                                " is cut off at byte " +
-                                std::to_string(body.size()));
+      return Status::Corruption(
+          "replication stream: commit " + std::to_string(commit.position) +
+          " is cut off at byte " + std::to_string(body.size()));
     }
     commit.data.assign(body.substr(offset, length));
     offset += length;
@@ -147,8 +146,9 @@ Status ListBaseFiles(const std::string& dir, std::vector<BaseFile>* files) {
     return Status::IOError("listing base directory " + dir + ": " +
                            error.message());
   }
-  std::sort(files->begin(), files->end(),
-            [](const BaseFile& a, const BaseFile& b) { return a.name < b.name; });
+  std::sort(
+      files->begin(), files->end(),
+      [](const BaseFile& a, const BaseFile& b) { return a.name < b.name; });
   return Status::OK();
 }
 
@@ -230,26 +230,24 @@ Status ReadBaseChunk(const std::string& dir, std::string_view name,
 
 std::string ClusterJson(const ReplicationStatus& status,
                         std::string_view primary_url) {
-  std::string out = "{\"role\":" + JsonString(status.role) +
-                    ",\"epoch\":0,\"applied_sequence\":" +
-                    std::to_string(status.position) + ",\"primary\":" +
-                    (primary_url.empty() ? std::string("null")
-                                         : JsonString(primary_url)) +
-                    ",\"log_id\":\"" + std::to_string(status.log_id) +
-                    "\",\"oldest_kept\":" + std::to_string(status.oldest_kept) +
-                    ",\"min_acks\":" + std::to_string(status.min_acks) +
-                    ",\"standbys\":[";
+  std::string out =
+      "{\"role\":" + JsonString(status.role) +
+      ",\"epoch\":0,\"applied_sequence\":" + std::to_string(status.position) +
+      ",\"primary\":" +
+      (primary_url.empty() ? std::string("null") : JsonString(primary_url)) +
+      ",\"log_id\":\"" + std::to_string(status.log_id) +
+      "\",\"oldest_kept\":" + std::to_string(status.oldest_kept) +
+      ",\"min_acks\":" + std::to_string(status.min_acks) + ",\"standbys\":[";
   for (size_t i = 0; i < status.standbys.size(); ++i) {
     const StandbyInfo& s = status.standbys[i];
     if (i > 0) out += ',';
-    out += "{\"name\":" + JsonString(s.name) +
-           ",\"applied_sequence\":" + std::to_string(s.applied) +
-           ",\"lag_bytes\":" + std::to_string(s.lag_bytes) +
-           ",\"lag_commits\":" +
-           std::to_string(status.position > s.applied
-                              ? status.position - s.applied
-                              : 0) +
-           ",\"connected\":" + (s.connected ? "true" : "false") + "}";
+    out +=
+        "{\"name\":" + JsonString(s.name) +
+        ",\"applied_sequence\":" + std::to_string(s.applied) +
+        ",\"lag_bytes\":" + std::to_string(s.lag_bytes) + ",\"lag_commits\":" +
+        std::to_string(status.position > s.applied ? status.position - s.applied
+                                                   : 0) +
+        ",\"connected\":" + (s.connected ? "true" : "false") + "}";
   }
   return out + "]}";
 }
@@ -282,12 +280,11 @@ std::string ReplicationMetrics(const ReplicationStatus& status) {
       "acknowledged.\n"
       "# TYPE spool_replication_standby_lag_commits gauge\n";
   for (const StandbyInfo& s : status.standbys) {
-    out += "spool_replication_standby_lag_commits{standby=\"" + s.name +
-           "\"} " +
-           std::to_string(status.position > s.applied
-                              ? status.position - s.applied
-                              : 0) +
-           "\n";
+    out +=
+        "spool_replication_standby_lag_commits{standby=\"" + s.name + "\"} " +
+        std::to_string(status.position > s.applied ? status.position - s.applied
+                                                   : 0) +
+        "\n";
   }
   out +=
       "# HELP spool_replication_standby_lag_bytes Commit data a standby has "

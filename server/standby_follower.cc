@@ -1,22 +1,21 @@
 // spool::http::StandbyFollower: a standby's loop over libcurl
 // (server/replication_wire.h has the routes it speaks).
 
-#include <spool/http/standby.h>
-
-#include <curl/curl.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <curl/curl.h>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <string>
 #include <system_error>
 #include <thread>
+#include <unistd.h>
 #include <vector>
+
+#include <spool/http/standby.h>
 
 #include "server/bearer_token.h"
 #include "server/replication_wire.h"
@@ -148,7 +147,8 @@ class Follower final : public StandbyFollower {
     curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS,
                      static_cast<long>(timeout.count()));
     curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, 2000L);
-    if (!ca_file_.empty()) curl_easy_setopt(curl, CURLOPT_CAINFO, ca_file_.c_str());
+    if (!ca_file_.empty())
+      curl_easy_setopt(curl, CURLOPT_CAINFO, ca_file_.c_str());
     curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, OnBody);
     curl_easy_setopt(curl, CURLOPT_WRITEDATA, &transfer);
     curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, OnHeader);
@@ -158,8 +158,8 @@ class Follower final : public StandbyFollower {
     curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
     CURLcode code = curl_easy_perform(curl);
     if (code != CURLE_OK) {
-      reply.error = std::string("request to ") + primary_ + " failed: " +
-                    curl_easy_strerror(code);
+      reply.error = std::string("request to ") + primary_ +
+                    " failed: " + curl_easy_strerror(code);
     } else {
       curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &reply.code);
     }
@@ -207,9 +207,9 @@ class Follower final : public StandbyFollower {
     request.applied = status.position;
     request.max_bytes = kFollowBytes;
     request.wait = kFollowWait;
-    Reply reply = Request("POST",
-                          "/v1/replication/follow?" + FollowQuery(request),
-                          kMaxAnswerBytes, kFollowWait + 30s);
+    Reply reply =
+        Request("POST", "/v1/replication/follow?" + FollowQuery(request),
+                kMaxAnswerBytes, kFollowWait + 30s);
     if (!reply.error.empty()) return Status::IOError(reply.error);
     if (reply.code == 410) return CopyBase(reply.body);
     if (reply.code != 200) return HttpError("follow", reply);
@@ -235,8 +235,8 @@ class Follower final : public StandbyFollower {
   }
 
   Status HttpError(const char* what, const Reply& reply) {
-    return Status::IOError(std::string(what) + " at " + primary_ +
-                           ": HTTP " + std::to_string(reply.code) + ": " +
+    return Status::IOError(std::string(what) + " at " + primary_ + ": HTTP " +
+                           std::to_string(reply.code) + ": " +
                            reply.body.substr(0, 300));
   }
 
@@ -268,7 +268,8 @@ class Follower final : public StandbyFollower {
   }
 
   Status Download(const BaseFile& file) {
-    std::filesystem::path path = std::filesystem::path(download_dir_) / file.name;
+    std::filesystem::path path =
+        std::filesystem::path(download_dir_) / file.name;
     std::error_code error;
     std::filesystem::create_directories(path.parent_path(), error);
     if (error) {

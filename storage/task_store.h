@@ -52,8 +52,8 @@
 
 #include <spool/app_batch.h>
 #include <spool/backup.h>
-#include <spool/replication.h>
 #include <spool/options.h>
+#include <spool/replication.h>
 #include <spool/status.h>
 
 #include "storage/crypto.h"

@@ -15,10 +15,10 @@
 #include <rocksdb/db.h>
 #include <rocksdb/write_batch.h>
 
+#include "storage/keys.h"
 #include "storage/rocks_status.h"
 #include "storage/task_store.h"
 #include "storage/task_store_internal.h"
-#include "storage/keys.h"
 
 namespace spool::storage {
 namespace {
@@ -64,9 +64,9 @@ Status TaskStore::ApplyReplicated(const std::vector<ReplicatedCommit>& commits,
   unsynced.sync = false;
   for (const ReplicatedCommit& commit : commits) {
     rocksdb::WriteBatch batch(commit.data);
-    Status s = FromRocks(db_->Write(unsynced, &batch),
-                         "applying replicated commit " +
-                             std::to_string(commit.position));
+    Status s = FromRocks(
+        db_->Write(unsynced, &batch),
+        "applying replicated commit " + std::to_string(commit.position));
     if (!s.ok()) {
       states_.Clear();
       return s;
@@ -98,8 +98,8 @@ Status TaskStore::FollowedLog(uint64_t* log_id) const {
   std::shared_lock<std::shared_mutex> lock(db_mutex_);
   if (!db_) return StoreClosed(options_.path);
   std::string value;
-  rocksdb::Status rs = db_->Get(rocksdb::ReadOptions(),
-                                Handle(ColumnFamily::kMeta), kMetaLogId, &value);
+  rocksdb::Status rs = db_->Get(
+      rocksdb::ReadOptions(), Handle(ColumnFamily::kMeta), kMetaLogId, &value);
   if (rs.IsNotFound()) {
     *log_id = 0;
     return Status::OK();
@@ -121,9 +121,8 @@ Status TaskStore::MarkFollowing(uint64_t log_id) {
   PutBigEndian64(&value, log_id);
   rocksdb::WriteOptions wo;
   wo.sync = options_.durability != Durability::kMemory;
-  return FromRocks(
-      db_->Put(wo, Handle(ColumnFamily::kMeta), kMetaLogId, value),
-      "recording the replication log id");
+  return FromRocks(db_->Put(wo, Handle(ColumnFamily::kMeta), kMetaLogId, value),
+                   "recording the replication log id");
 }
 
 Status TaskStore::ReplaceWith(const std::string& restored_dir) {
@@ -140,11 +139,11 @@ Status TaskStore::ReplaceWith(const std::string& restored_dir) {
   if (error) {
     Status reopened = OpenDb();
     if (reopened.ok()) reopened = LoadMeta();
-    return Status::IOError("moving " + options_.path + " aside for a base " +
-                           "copy: " + error.message() +
-                           (reopened.ok() ? std::string()
-                                          : "; reopening it failed too: " +
-                                                reopened.ToString()));
+    return Status::IOError(
+        "moving " + options_.path + " aside for a base " +
+        "copy: " + error.message() +
+        (reopened.ok() ? std::string()
+                       : "; reopening it failed too: " + reopened.ToString()));
   }
   std::filesystem::rename(restored_dir, options_.path, error);
   if (error) {
@@ -152,8 +151,8 @@ Status TaskStore::ReplaceWith(const std::string& restored_dir) {
     std::filesystem::rename(aside, options_.path, back);
     Status reopened = OpenDb();
     if (reopened.ok()) reopened = LoadMeta();
-    return Status::IOError("moving the base copy " + restored_dir +
-                           " into " + options_.path + ": " + error.message() +
+    return Status::IOError("moving the base copy " + restored_dir + " into " +
+                           options_.path + ": " + error.message() +
                            (reopened.ok() ? std::string()
                                           : "; reopening the old store "
                                             "failed too: " +

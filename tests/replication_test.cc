@@ -139,9 +139,7 @@ TEST_F(ReplicationTest, StandbyHoldsEveryAcknowledgedTask) {
   Follower follower(primary.get(), standby.get(), dir_.Sub("base"));
   // Enqueues are refused until the standby has said hello.
   ASSERT_TRUE(spool::testing::WaitUntil(
-      [&] {
-        return primary->Enqueue("work", "warm-up").stored.Wait().ok();
-      },
+      [&] { return primary->Enqueue("work", "warm-up").stored.Wait().ok(); },
       30s))
       << follower.error();
 
@@ -197,8 +195,7 @@ TEST_F(ReplicationTest, TooFewStandbysRefusesThenTimesOut) {
   Result<TaskId> refused = primary->Enqueue("work", "x").stored.Wait();
   ASSERT_FALSE(refused.ok());
   EXPECT_TRUE(refused.status().IsBusy()) << refused.status().ToString();
-  EXPECT_THAT(refused.status().message(),
-              HasSubstr("0 of the 1 standby(s)"));
+  EXPECT_THAT(refused.status().message(), HasSubstr("0 of the 1 standby(s)"));
   Result<StatusCounts> counts = Await(primary->CountByStatus());
   ASSERT_TRUE(counts.ok());
   EXPECT_EQ(counts->total(), 0u);
@@ -209,9 +206,8 @@ TEST_F(ReplicationTest, TooFewStandbysRefusesThenTimesOut) {
   hello.log_id = primary->GetReplicationStatus().log_id;
   hello.applied = primary->GetReplicationStatus().position;
   Promise<FollowChunk> answered;
-  primary->FollowLog(hello, [answered](Result<FollowChunk> r) {
-    answered.Set(std::move(r));
-  });
+  primary->FollowLog(
+      hello, [answered](Result<FollowChunk> r) { answered.Set(std::move(r)); });
   ASSERT_TRUE(Await(answered.GetFuture()).ok());
   auto started = std::chrono::steady_clock::now();
   Result<TaskId> late = Await(primary->Enqueue("work", "y").stored);
@@ -330,8 +326,8 @@ TEST_F(ReplicationTest, StandbyTooFarBehindCopiesANewBase) {
   std::unique_ptr<Runtime> standby = OpenOrDie(StandbyOptions());
   ASSERT_NE(standby, nullptr);
   Follower follower(primary.get(), standby.get(), dir_.Sub("base"));
-  ASSERT_TRUE(spool::testing::WaitUntil(
-      [&] { return follower.rebases() >= 1; }, 30s))
+  ASSERT_TRUE(
+      spool::testing::WaitUntil([&] { return follower.rebases() >= 1; }, 30s))
       << follower.error();
   for (int i = 0; i < 10; ++i) {
     ASSERT_TRUE(Await(primary->Enqueue("work", "after").stored).ok());

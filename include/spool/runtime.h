@@ -36,7 +36,6 @@
 
 #include <spool/app_batch.h>
 #include <spool/backup.h>
-#include <spool/replication.h>
 #include <spool/encryption.h>
 #include <spool/future.h>
 #include <spool/gate.h>
@@ -44,6 +43,7 @@
 #include <spool/options.h>
 #include <spool/query.h>
 #include <spool/rate_limit.h>
+#include <spool/replication.h>
 #include <spool/statistics.h>
 #include <spool/status.h>
 #include <spool/storage_health.h>
