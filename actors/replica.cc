@@ -36,24 +36,27 @@ Result<uint64_t> Rebase(storage::TaskStore& store, const RebaseJob& job) {
   return store.committed_batches();
 }
 
+replica_actor::behavior_type ReplicaBehavior(replica_actor::pointer,
+                                             storage::TaskStore* store) {
+  NameThisThread("spool-replica");
+  return {
+      [store](apply_atom, ApplyJob& job) {
+        Status s = store->ApplyReplicated(job.commits, job.log_id);
+        if (!s.ok()) return job.done(s);
+        job.done(store->committed_batches());
+      },
+      [store](rebase_atom, RebaseJob& job) { job.done(Rebase(*store, job)); },
+  };
+}
+
 }  // namespace
 
 replica_actor SpawnReplica(caf::actor_system& system,
                            storage::TaskStore* store) {
-  return system.spawn<caf::detached>(
-      [store](replica_actor::pointer) -> replica_actor::behavior_type {
-        NameThisThread("spool-replica");
-        return {
-            [store](apply_atom, ApplyJob& job) {
-              Status s = store->ApplyReplicated(job.commits, job.log_id);
-              if (!s.ok()) return job.done(s);
-              job.done(store->committed_batches());
-            },
-            [store](rebase_atom, RebaseJob& job) {
-              job.done(Rebase(*store, job));
-            },
-        };
-      });
+  // The store goes in as a spawn argument, not a capture: CAF 0.17.6
+  // dereferences the (empty) argument tuple of a function actor spawned
+  // without arguments, which _GLIBCXX_ASSERTIONS (the ASan build) aborts on.
+  return system.spawn<caf::detached>(ReplicaBehavior, store);
 }
 
 }  // namespace spool::actors
