@@ -28,6 +28,12 @@ class GatewayDoor final : public NetworkFacing<caf::event_based_actor> {
 
   const char* name() const override { return "spool.gateway_door"; }
 
+  // Drops the gateway's handle when the door quits, not when its object
+  // is destroyed: whatever still holds the door (the middleman, a message
+  // in flight) must not hold the detached gateway too, whose destruction
+  // CAF's actor_system destructor waits for.
+  void on_exit() override { gateway_ = nullptr; }
+
   caf::behavior make_behavior() override {
     return {
         [this](challenge_atom, std::string& worker_nonce)
@@ -54,11 +60,9 @@ class GatewayDoor final : public NetworkFacing<caf::event_based_actor> {
  protected:
   bool Admit(const caf::mailbox_element& element) const override {
     const caf::type_erased_tuple& content = element.content();
-    if (element.mid.is_response()) {
-      // The gateway's answers to the hellos this door passed on.
-      return content.match_elements<RemoteWelcome>() ||
-             content.match_elements<caf::error>();
-    }
+    // The door asks nothing (the gateway answers hellos itself), so no
+    // response is its.
+    if (element.mid.is_response()) return false;
     if (element.mid.is_request()) {
       return IsMessage<challenge_atom, std::string>(content) ||
              IsMessage<hello_atom, RemoteHello>(content);
@@ -124,15 +128,14 @@ class GatewayDoor final : public NetworkFacing<caf::event_based_actor> {
       return caf::make_error(caf::sec::invalid_argument,
                              "refused: a hello needs a sender");
     }
-    auto promise = make_response_promise<RemoteWelcome>();
-    request(gateway_, std::chrono::seconds(10), hello_atom::value,
-            std::move(hello), std::move(peer))
-        .then(
-            [promise](RemoteWelcome& welcome) mutable {
-              promise.deliver(std::move(welcome));
-            },
-            [promise](caf::error& error) mutable { promise.deliver(error); });
-    return promise;
+    // Delegated, not requested: the gateway answers the worker itself, so
+    // the welcome leaves the gateway before the first lease it sends the
+    // new session (one sender, one connection, in order). Answered through
+    // this door, the welcome could arrive after that lease, which the
+    // worker then drops as not its session's (it was lost until the lease
+    // ran out).
+    return delegate(gateway_, hello_atom::value, std::move(hello),
+                    std::move(peer));
   }
 
   void ExpireChallenges() {

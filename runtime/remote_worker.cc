@@ -8,6 +8,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <thread>
 #include <unistd.h>
 #include <unordered_map>
@@ -18,7 +19,7 @@
 
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
-#include <caf/openssl/remote_actor.hpp>
+#include <caf/openssl/manager.hpp>
 #include <spdlog/spdlog.h>
 
 #include "actors/actors.h"
@@ -85,6 +86,8 @@ struct NodeState {
   std::string previous_key;
   std::chrono::milliseconds backoff{0};
   bool refused = false;
+  // A connect to the gateway is on its way to the middleman.
+  bool connecting = false;
   // Outcomes not yet sent, by session: they go in one message per session
   // at the next flush.
   std::map<uint64_t, std::vector<RemoteOutcome>> outbox;
@@ -233,6 +236,13 @@ caf::behavior NodeBehavior(NodeActor* self, RemoteWorkerImpl* worker,
 // The actor that talks to the gateway. Whoever the gateway's node routes
 // for can send it messages, so it takes only its protocol's
 // (network_facing.h) and each lease or revoke only with its session's key.
+//
+// It runs on CAF's shared threads and never blocks: it connects through
+// the middleman actor's asynchronous `connect`, not the blocking
+// remote_actor(). Not detached on purpose: CAF 0.17.6's actor_system
+// destructor waits until every detached actor is *destroyed*, so one
+// reference left anywhere in the system (a timeout, a message in flight)
+// held RemoteWorker::Close forever (remote_test, about 1 run in 30).
 class NodeActor final : public actors::NetworkFacing<caf::event_based_actor> {
  public:
   NodeActor(caf::actor_config& config, RemoteWorkerImpl* worker,
@@ -240,12 +250,26 @@ class NodeActor final : public actors::NetworkFacing<caf::event_based_actor> {
       : NetworkFacing(config),
         worker_(worker),
         host_(std::move(host)),
-        port_(port) {}
+        port_(port),
+        middleman_address_(Middleman().address()) {}
+
+  // The middleman actor that connects (the TLS one when TLS is on). Looked
+  // up, not kept: a strong handle here would keep that detached actor, and
+  // with it the actor system's destructor, waiting on this one.
+  caf::io::middleman_actor Middleman() {
+    return worker_->tls().enabled() ? system().openssl_manager().actor_handle()
+                                    : system().middleman().actor_handle();
+  }
 
   const char* name() const override { return "spool.remote_node"; }
   caf::behavior make_behavior() override {
     return NodeBehavior(this, worker_, host_, port_);
   }
+
+  // Drops the gateway's proxy and the outbox when the actor quits, as a
+  // stateful_actor drops its state: whatever still holds this actor does
+  // not hold them.
+  void on_exit() override { state = NodeState{}; }
 
   NodeState state;
 
@@ -255,6 +279,12 @@ class NodeActor final : public actors::NetworkFacing<caf::event_based_actor> {
     if (element.mid.is_response()) {
       // The door's answers: the challenge's, the hello's, or an error
       // (a request's timeout among them).
+      // The middleman's answer to `connect` only from the middleman.
+      if (content.match_elements<caf::node_id, caf::strong_actor_ptr,
+                                 std::set<std::string>>()) {
+        return element.sender != nullptr &&
+               element.sender->address() == middleman_address_;
+      }
       return content.match_elements<std::string, std::string>() ||
              content.match_elements<actors::RemoteWelcome>() ||
              content.match_elements<caf::error>();
@@ -276,6 +306,8 @@ class NodeActor final : public actors::NetworkFacing<caf::event_based_actor> {
   RemoteWorkerImpl* worker_;
   std::string host_;
   uint16_t port_;
+  // Set once, before any message: Admit reads it on senders' threads.
+  const caf::actor_addr middleman_address_;
 };
 
 using NodeSelf = NodeActor*;
@@ -372,6 +404,36 @@ void SayHello(NodeSelf self) {
           });
 }
 
+// Connects to the gateway without blocking, then says hello.
+void ConnectToGateway(NodeSelf self, const std::string& host, uint16_t port) {
+  auto& st = self->state;
+  if (st.connecting) return;  // the answer of the last try is on its way
+  st.connecting = true;
+  caf::io::middleman_actor middleman = self->Middleman();
+  self->request(middleman, std::chrono::seconds(30), caf::connect_atom::value,
+                host, port)
+      .then(
+          [self](const caf::node_id&, caf::strong_actor_ptr& gateway,
+                 const std::set<std::string>&) {
+            auto& s = self->state;
+            s.connecting = false;
+            if (!gateway) {
+              Logger()->info("the gateway's port published no actor");
+              Retry(self);
+              return;
+            }
+            s.gateway = caf::actor_cast<caf::actor>(std::move(gateway));
+            self->monitor(s.gateway);
+            SayHello(self);
+          },
+          [self, host, port](caf::error& error) {
+            self->state.connecting = false;
+            Logger()->info("cannot reach the gateway at {}:{}: {}", host, port,
+                           self->system().render(error));
+            Retry(self);
+          });
+}
+
 caf::behavior NodeBehavior(NodeActor* self, RemoteWorkerImpl* worker,
                            std::string host, uint16_t port) {
   self->state.worker = worker;
@@ -390,18 +452,8 @@ caf::behavior NodeBehavior(NodeActor* self, RemoteWorkerImpl* worker,
         auto& st = self->state;
         if (st.refused) return;
         if (!st.gateway) {
-          auto gateway =
-              st.worker->tls().enabled()
-                  ? caf::openssl::remote_actor(self->system(), host, port)
-                  : self->system().middleman().remote_actor(host, port);
-          if (!gateway) {
-            Logger()->info("cannot reach the gateway at {}:{}: {}", host, port,
-                           self->system().render(gateway.error()));
-            Retry(self);
-            return;
-          }
-          st.gateway = *gateway;
-          self->monitor(st.gateway);
+          ConnectToGateway(self, host, port);
+          return;
         }
         SayHello(self);
       },
@@ -542,7 +594,7 @@ Status RemoteWorkerImpl::Connect() {
   for (uint32_t i = 0; i < options_.concurrency; ++i) {
     threads_.emplace_back([this] { RunThread(); });
   }
-  node_ = system_->spawn<NodeActor, caf::detached>(this, host, port);
+  node_ = system_->spawn<NodeActor>(this, host, port);
   caf::anon_send(node_, node::Connect{});
   std::unique_lock<std::mutex> lock(mutex_);
   if (!cv_.wait_for(lock, options_.connect_timeout,

@@ -332,6 +332,12 @@ TEST_F(RemoteTest, CloseReturnsWithinItsTimeoutWhenAHandlerIgnoresStopping) {
   options.secret = kRemoteSecret;
   options.node = "stubborn";
   std::unique_ptr<RemoteWorker> stubborn;
+  // Declared after `stubborn`, so it runs first: a failed ASSERT below
+  // must not leave the destructor waiting forever for the handler.
+  struct Release {
+    std::atomic<bool>& flag;
+    ~Release() { flag.store(true); }
+  } release_on_exit{release};
   ASSERT_TRUE(RemoteWorker::Create(options, &stubborn).ok());
   ASSERT_TRUE(stubborn
                   ->RegisterHandler("sleep",
@@ -366,7 +372,9 @@ TEST_F(RemoteTest, CloseReturnsWithinItsTimeoutWhenAHandlerIgnoresStopping) {
   ASSERT_TRUE(helpful->Connect().ok());
   ASSERT_TRUE(
       WaitUntil([&] { return Info(ids[0]).status == TaskStatus::kSucceeded; },
-                std::chrono::seconds(15)));
+                std::chrono::seconds(15)))
+      << "status " << static_cast<int>(Info(ids[0]).status) << " attempts "
+      << Info(ids[0]).attempts << " last error " << Info(ids[0]).last_error;
   EXPECT_EQ(Info(ids[0]).attempts, 2u);  // the interrupted one counted
   EXPECT_TRUE(helpful->Close().ok());
   // The destructor waits for the stubborn handler's thread.
