@@ -354,8 +354,12 @@ class TaskStore {
 
   // Batches committed so far, as stored. After a failed Commit and a
   // successful Reopen, one more than before means the batch reached the
-  // disk despite the error (written, then the sync failed).
-  uint64_t committed_batches() const { return committed_batches_; }
+  // disk despite the error (written, then the sync failed). Any thread
+  // may read it (replication status from HTTP threads); the writer alone
+  // changes it.
+  uint64_t committed_batches() const {
+    return committed_batches_.load(std::memory_order_acquire);
+  }
 
   // ---- Encryption at rest (storage/task_store_crypto.cc) ----
 
@@ -563,7 +567,8 @@ class TaskStore {
   // Writer-owned state, mirrored in `meta`.
   uint64_t reserved_ids_ = 1;
   uint64_t next_sequence_ = 1;
-  uint64_t committed_batches_ = 0;
+  // Atomic for committed_batches()'s readers on other threads.
+  std::atomic<uint64_t> committed_batches_{0};
   std::array<uint64_t, kTaskStatusCount> counts_{};
   TypeCounts type_counts_;
   uint64_t last_commit_wal_nanos_ = 0;
