@@ -9,6 +9,7 @@
 
 #include <spool/clock.h>
 
+#include "server/base64.h"
 #include "server/json_parse.h"
 
 namespace spool::http {
@@ -172,41 +173,9 @@ Status ParseTask(json& value, const std::string& prefix, TaskSpec* spec) {
       std::string text;
       s = GetString(member, name, &text);
       if (s.ok()) {
-        // RFC 4648 with padding.
-        static const std::string kAlphabet =
-            "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-        std::string out;
-        uint32_t bits = 0;
-        int count = 0;
-        size_t pad = 0;
-        for (char c : text) {
-          if (c == '=') {
-            ++pad;
-            continue;
-          }
-          size_t v = kAlphabet.find(c);
-          if (v == std::string::npos || pad > 0) {
-            s = FieldError(name, "not valid base64");
-            break;
-          }
-          bits = (bits << 6) | static_cast<uint32_t>(v);
-          if (++count == 4) {
-            out.push_back(static_cast<char>(bits >> 16));
-            out.push_back(static_cast<char>(bits >> 8));
-            out.push_back(static_cast<char>(bits));
-            bits = 0;
-            count = 0;
-          }
-        }
-        if (s.ok() && count == 2) {
-          out.push_back(static_cast<char>(bits >> 4));
-        } else if (s.ok() && count == 3) {
-          out.push_back(static_cast<char>(bits >> 10));
-          out.push_back(static_cast<char>(bits >> 2));
-        } else if (s.ok() && count == 1) {
+        if (!DecodeBase64(text, &parsed.payload)) {
           s = FieldError(name, "not valid base64");
         }
-        parsed.payload = std::move(out);
       }
     } else if (key == "priority") {
       s = GetInteger(member, name, &o.priority);
