@@ -18,6 +18,7 @@
 #include <spool/http/standby.h>
 
 #include "server/bearer_token.h"
+#include "server/curl_defaults.h"
 #include "server/replication_wire.h"
 
 namespace spool::http {
@@ -139,16 +140,9 @@ class Follower final : public StandbyFollower {
       curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE, 0L);
     }
     curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
-    curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 0L);
     // The primary is named in the config, never through the environment.
-    curl_easy_setopt(curl, CURLOPT_PROXY, "");
-    curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS,
-                     static_cast<long>(timeout.count()));
+    ApplyCurlDefaults(curl, timeout, ca_file_);
     curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, 2000L);
-    if (!ca_file_.empty())
-      curl_easy_setopt(curl, CURLOPT_CAINFO, ca_file_.c_str());
     curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, OnBody);
     curl_easy_setopt(curl, CURLOPT_WRITEDATA, &transfer);
     curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, OnHeader);
