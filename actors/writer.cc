@@ -1536,6 +1536,8 @@ writer_actor::behavior_type WriterBehavior(Self self, WriterConfig config) {
   }
   return {
       [self](enqueue_atom, EnqueueCommand& command) {
+        // Refused before it is counted: nothing of it was taken.
+        if (RefusedForStandbys(self->state, command)) return;
         if (auto* stats = self->state.config.stats.get()) {
           stats->enqueued.fetch_add(command.tasks.size(),
                                     std::memory_order_relaxed);
@@ -1544,7 +1546,6 @@ writer_actor::behavior_type WriterBehavior(Self self, WriterConfig config) {
           m->enqueued.fetch_add(command.tasks.size(),
                                 std::memory_order_relaxed);
         }
-        if (RefusedForStandbys(self->state, command)) return;
         self->state.Enqueue(command);
         Admit(self);
       },
