@@ -131,32 +131,32 @@ Status TaskStore::ReplaceWith(const std::string& restored_dir) {
     return Status::NotSupported("an in-memory store cannot take a base copy");
   }
   std::unique_lock<std::shared_mutex> lock(db_mutex_);
+  // A failed move leaves the old store where it was (moved back if need
+  // be): reopen it, and say so if that fails too.
+  auto keep_old = [this](const std::string& what) {
+    Status reopened = OpenDb();
+    if (reopened.ok()) reopened = LoadMeta();
+    return Status::IOError(what + (reopened.ok()
+                                       ? std::string()
+                                       : "; reopening the old store failed "
+                                         "too: " +
+                                             reopened.ToString()));
+  };
   std::string aside = options_.path + ".replaced";
   std::error_code error;
   std::filesystem::remove_all(aside, error);
   CloseDb();
   std::filesystem::rename(options_.path, aside, error);
   if (error) {
-    Status reopened = OpenDb();
-    if (reopened.ok()) reopened = LoadMeta();
-    return Status::IOError(
-        "moving " + options_.path + " aside for a base " +
-        "copy: " + error.message() +
-        (reopened.ok() ? std::string()
-                       : "; reopening it failed too: " + reopened.ToString()));
+    return keep_old("moving " + options_.path +
+                    " aside for a base copy: " + error.message());
   }
   std::filesystem::rename(restored_dir, options_.path, error);
   if (error) {
     std::error_code back;
     std::filesystem::rename(aside, options_.path, back);
-    Status reopened = OpenDb();
-    if (reopened.ok()) reopened = LoadMeta();
-    return Status::IOError("moving the base copy " + restored_dir + " into " +
-                           options_.path + ": " + error.message() +
-                           (reopened.ok() ? std::string()
-                                          : "; reopening the old store "
-                                            "failed too: " +
-                                                reopened.ToString()));
+    return keep_old("moving the base copy " + restored_dir + " into " +
+                    options_.path + ": " + error.message());
   }
   Status s = OpenDb();
   if (s.ok()) s = LoadMeta();
