@@ -141,6 +141,13 @@ std::string TypeCountKey(std::string_view type);
 inline constexpr std::string_view kTypeCountPrefix = "tcount/";
 bool DecodeTypeCountKey(std::string_view key, std::string_view* type);
 
+// The meta key of a replicated store's log id (8 bytes, big-endian): the
+// primary's replication log this store's commits follow (a primary's own,
+// or the one a standby follows). Absent in a store that never replicated.
+// Written around Commit, not in it, on purpose: it is each node's own and
+// is not replicated.
+inline constexpr std::string_view kReplicationLogIdKey = "replication/log_id";
+
 // A count per status, as meta values hold them: kTaskStatusCount
 // big-endian 64-bit numbers, in status order.
 using StatusCountArray = std::array<uint64_t, kTaskStatusCount>;

@@ -23,10 +23,6 @@
 namespace spool::storage {
 namespace {
 
-// The log a primary writes, or the one a standby follows: 8 bytes, big
-// endian. Written around Commit on purpose: it is each node's own.
-constexpr const char* kMetaLogId = "replication/log_id";
-
 Status WrongPosition(uint64_t expected, uint64_t got) {
   return Status::InvalidArgument(
       "replicated commit at position " + std::to_string(got) +
@@ -76,9 +72,9 @@ Status TaskStore::ApplyReplicated(const std::vector<ReplicatedCommit>& commits,
   PutBigEndian64(&value, log_id);
   rocksdb::WriteOptions synced;
   synced.sync = options_.durability != Durability::kMemory;
-  Status s = FromRocks(
-      db_->Put(synced, Handle(ColumnFamily::kMeta), kMetaLogId, value),
-      "syncing replicated commits");
+  Status s = FromRocks(db_->Put(synced, Handle(ColumnFamily::kMeta),
+                                kReplicationLogIdKey, value),
+                       "syncing replicated commits");
   // The cached states are the primary's business: a standby reads from
   // the engine.
   states_.Clear();
@@ -98,8 +94,9 @@ Status TaskStore::FollowedLog(uint64_t* log_id) const {
   std::shared_lock<std::shared_mutex> lock(db_mutex_);
   if (!db_) return StoreClosed(options_.path);
   std::string value;
-  rocksdb::Status rs = db_->Get(
-      rocksdb::ReadOptions(), Handle(ColumnFamily::kMeta), kMetaLogId, &value);
+  rocksdb::Status rs =
+      db_->Get(rocksdb::ReadOptions(), Handle(ColumnFamily::kMeta),
+               kReplicationLogIdKey, &value);
   if (rs.IsNotFound()) {
     *log_id = 0;
     return Status::OK();
@@ -107,7 +104,8 @@ Status TaskStore::FollowedLog(uint64_t* log_id) const {
   if (!rs.ok()) return FromRocks(rs, "reading the replication log id");
   if (value.size() != 8) {
     return Status::Corruption("storage directory " + options_.path + ": meta " +
-                              kMetaLogId + " is malformed");
+                              std::string(kReplicationLogIdKey) +
+                              " is malformed");
   }
   *log_id = GetBigEndian64(value.data());
   return Status::OK();
@@ -121,8 +119,9 @@ Status TaskStore::MarkFollowing(uint64_t log_id) {
   PutBigEndian64(&value, log_id);
   rocksdb::WriteOptions wo;
   wo.sync = options_.durability != Durability::kMemory;
-  return FromRocks(db_->Put(wo, Handle(ColumnFamily::kMeta), kMetaLogId, value),
-                   "recording the replication log id");
+  return FromRocks(
+      db_->Put(wo, Handle(ColumnFamily::kMeta), kReplicationLogIdKey, value),
+      "recording the replication log id");
 }
 
 Status TaskStore::ReplaceWith(const std::string& restored_dir) {
