@@ -1159,10 +1159,15 @@ void RuntimeImpl::RunClose(Promise<void> promise) {
                  /*closing=*/true);
   if (!stopped.GetFuture().WaitFor(options_.close_timeout)) {
     handlers_stuck = true;
+    // The scheduler answers the stop once its handlers have returned; it
+    // is late either because one has not, or because it is still busy
+    // with what came before the stop (loading a large queue at open).
     result = Status::TimedOut(
-        "handlers were still running after " +
+        "the scheduler had not stopped after runtime.close_timeout_ms (" +
         std::to_string(options_.close_timeout.count()) +
-        " ms; their tasks stay running and are recovered at the next open");
+        " ms): handlers were still running, or it was still loading the "
+        "queue; running tasks stay running and are recovered at the next "
+        "open");
     Logger()->warn("close: {}", result.message());
   } else {
     run_state_ = spool::RunState::kIdle;
