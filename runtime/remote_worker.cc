@@ -277,14 +277,14 @@ class NodeActor final : public actors::NetworkFacing<caf::event_based_actor> {
   bool Admit(const caf::mailbox_element& element) const override {
     const caf::type_erased_tuple& content = element.content();
     if (element.mid.is_response()) {
-      // The door's answers: the challenge's, the hello's, or an error
-      // (a request's timeout among them).
       // The middleman's answer to `connect` only from the middleman.
       if (content.match_elements<caf::node_id, caf::strong_actor_ptr,
                                  std::set<std::string>>()) {
         return element.sender != nullptr &&
                element.sender->address() == middleman_address_;
       }
+      // The gateway's answers: the challenge's (through the door), the
+      // hello's, or an error (a request's timeout among them).
       return content.match_elements<std::string, std::string>() ||
              content.match_elements<actors::RemoteWelcome>() ||
              content.match_elements<caf::error>();
