@@ -283,8 +283,8 @@ class NodeActor final : public actors::NetworkFacing<caf::event_based_actor> {
         return element.sender != nullptr &&
                element.sender->address() == middleman_address_;
       }
-      // The gateway's answers: the challenge's (through the door), the
-      // hello's, or an error (a request's timeout among them).
+      // The door's answer to the challenge, the gateway's to the hello,
+      // or an error (a request's timeout among them).
       return content.match_elements<std::string, std::string>() ||
              content.match_elements<actors::RemoteWelcome>() ||
              content.match_elements<caf::error>();
