@@ -25,13 +25,13 @@ void AckWaiters::Hold(uint64_t position, std::vector<Completion> done,
 }
 
 void AckWaiters::After(std::vector<Completion> done) {
-  if (held_.empty()) return Run(done, Status::OK());
+  if (held_.empty()) return Run(done, Acknowledgement());
   for (Completion& fn : done) held_.back().done.push_back(std::move(fn));
 }
 
 void AckWaiters::Acked(uint64_t position) {
   while (!held_.empty() && held_.front().position <= position) {
-    Run(held_.front().done, Status::OK());
+    Run(held_.front().done, Acknowledgement());
     held_.pop_front();
   }
 }

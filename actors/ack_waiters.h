@@ -16,6 +16,8 @@
 
 #include <spool/status.h>
 
+#include "actors/lease_fence.h"
+
 namespace spool::actors {
 
 class AckWaiters {
@@ -23,8 +25,11 @@ class AckWaiters {
   using Completion = std::function<void(const Status&)>;
   using TimePoint = std::chrono::steady_clock::time_point;
 
-  AckWaiters(uint32_t min_acks, std::chrono::milliseconds timeout)
-      : min_acks_(min_acks), timeout_(timeout) {}
+  // `fence`, when not null, must outlive this: acknowledgements after its
+  // deadline fail with its status instead.
+  AckWaiters(uint32_t min_acks, std::chrono::milliseconds timeout,
+             const LeaseFence* fence = nullptr)
+      : min_acks_(min_acks), timeout_(timeout), fence_(fence) {}
   // Fails whatever still waits with Closed: the runtime closes.
   ~AckWaiters();
 
@@ -48,9 +53,13 @@ class AckWaiters {
     std::vector<Completion> done;
   };
   static void Run(std::vector<Completion>& done, const Status& status);
+  Status Acknowledgement() const {
+    return fence_ == nullptr ? Status::OK() : fence_->Check();
+  }
 
   const uint32_t min_acks_;
   const std::chrono::milliseconds timeout_;
+  const LeaseFence* const fence_;
   std::deque<Held> held_;
 };
 

@@ -117,6 +117,9 @@ using writer_actor = caf::typed_actor<
     caf::reacts_to<control_atom, ControlCommand>,
     // Stores meta values (e.g. rate-limit state) with the next commit.
     caf::reacts_to<meta_atom, MetaUpdate>,
+    // A clustered primary: epoch N starts with the next commit; calls back
+    // after its local sync.
+    caf::reacts_to<epoch_atom, uint64_t, Completion>,
     // Calls back once every earlier command is committed.
     caf::reacts_to<barrier_atom, Completion>,
     // Sends queue changes to this scheduler from now on.

@@ -68,6 +68,7 @@ using changed_atom = caf::atom_constant<caf::atom("changed")>;
 using control_atom = caf::atom_constant<caf::atom("control")>;
 using meta_atom = caf::atom_constant<caf::atom("meta")>;
 using pause_atom = caf::atom_constant<caf::atom("pause")>;
+using epoch_atom = caf::atom_constant<caf::atom("epoch")>;
 using limit_atom = caf::atom_constant<caf::atom("limit")>;
 using gate_atom = caf::atom_constant<caf::atom("gate")>;
 using watch_atom = caf::atom_constant<caf::atom("watch")>;

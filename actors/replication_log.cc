@@ -96,40 +96,90 @@ void ReplicationLog::StartOver(uint64_t last_position) {
   Reply(std::move(replies));
 }
 
+void ReplicationLog::SetEpochs(std::vector<storage::EpochStart> epochs) {
+  std::vector<std::pair<std::function<void(FollowChunk)>, FollowChunk>> replies;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    epochs_ = std::move(epochs);
+    // A waiting standby of an older epoch may have diverged: it hears so
+    // now, not at its wait's end.
+    for (Waiter& w : TakeWaiters([this](const Waiter& w) {
+           return !CannotFollow(w.request).empty();
+         })) {
+      replies.emplace_back(std::move(w.done), Answer(w.request));
+    }
+  }
+  Reply(std::move(replies));
+}
+
 bool ReplicationLog::Ready(const FollowRequest& request) const {
-  return request.log_id != log_id_ || request.applied != last_position_;
+  return request.log_id != log_id_ || request.applied != last_position_ ||
+         request.epoch > epoch();
+}
+
+std::string ReplicationLog::Diverged(const FollowRequest& request) const {
+  if (request.epoch >= epoch()) return "";
+  auto next = std::find_if(
+      epochs_.begin(), epochs_.end(),
+      [&](const storage::EpochStart& e) { return e.epoch > request.epoch; });
+  if (next == epochs_.begin() && epochs_.size() >= storage::kMaxEpochsKept) {
+    return "the standby's epoch " + std::to_string(request.epoch) +
+           " is older than every epoch this primary keeps";
+  }
+  if (request.applied < next->first_position) return "";
+  return "the standby holds commits of epoch " +
+         std::to_string(request.epoch) + " up to position " +
+         std::to_string(request.applied) + ", but epoch " +
+         std::to_string(next->epoch) + " began at position " +
+         std::to_string(next->first_position) +
+         ": they were never acknowledged, and were replaced";
+}
+
+std::string ReplicationLog::CannotFollow(const FollowRequest& request) const {
+  if (request.log_id != log_id_) {
+    return request.log_id == 0
+               ? "the standby follows no log yet"
+               : "the standby follows log " + std::to_string(request.log_id) +
+                     ", and this primary writes log " +
+                     std::to_string(log_id_) +
+                     " (it restarted, or wrote around its commits)";
+  }
+  if (std::string why = Diverged(request); !why.empty()) return why;
+  if (request.applied > last_position_) {
+    return "the standby is at position " + std::to_string(request.applied) +
+           ", beyond this primary's " + std::to_string(last_position_) +
+           ": it holds commits the primary does not";
+  }
+  uint64_t oldest =
+      entries_.empty() ? last_position_ + 1 : entries_.front().position;
+  if (request.applied + 1 < oldest && request.applied != last_position_) {
+    return Gone(request.applied, oldest);
+  }
+  return "";
 }
 
 FollowChunk ReplicationLog::Answer(const FollowRequest& request) const {
   FollowChunk chunk;
   chunk.log_id = log_id_;
+  chunk.epoch = epoch();
   chunk.primary_position = last_position_;
-  uint64_t oldest =
-      entries_.empty() ? last_position_ + 1 : entries_.front().position;
-  if (request.log_id != log_id_) {
-    chunk.gone = true;
-    chunk.why =
-        request.log_id == 0
-            ? "the standby follows no log yet"
-            : "the standby follows log " + std::to_string(request.log_id) +
-                  ", and this primary writes log " + std::to_string(log_id_) +
-                  " (it restarted, or wrote around its commits)";
+  if (request.epoch > epoch()) {
+    chunk.stale_primary = true;
+    chunk.why = "the standby applied commits of epoch " +
+                std::to_string(request.epoch) + ", and this primary leads " +
+                (epoch() == 0 ? std::string("no epoch")
+                              : "epoch " + std::to_string(epoch())) +
+                ": it was deposed; follow the current leader";
     return chunk;
   }
-  if (request.applied > last_position_) {
+  chunk.why = CannotFollow(request);
+  if (!chunk.why.empty()) {
     chunk.gone = true;
-    chunk.why = "the standby is at position " +
-                std::to_string(request.applied) + ", beyond this primary's " +
-                std::to_string(last_position_) +
-                ": it holds commits the primary does not";
     return chunk;
   }
   if (request.applied == last_position_) return chunk;
-  if (request.applied + 1 < oldest) {
-    chunk.gone = true;
-    chunk.why = Gone(request.applied, oldest);
-    return chunk;
-  }
+  uint64_t oldest =
+      entries_.empty() ? last_position_ + 1 : entries_.front().position;
   uint64_t bytes = 0;
   for (size_t i = request.applied + 1 - oldest; i < entries_.size(); ++i) {
     const Entry& e = entries_[i];
@@ -148,8 +198,8 @@ void ReplicationLog::Follow(FollowRequest request,
   {
     std::lock_guard<std::mutex> lock(mutex_);
     Clock::time_point now = Clock::now();
-    bool follows = request.log_id == log_id_ &&
-                   request.applied <= last_position_ && !closing_;
+    bool follows = request.epoch <= epoch() && CannotFollow(request).empty() &&
+                   !closing_;
     if (follows) {
       Standby& standby = standbys_[request.standby];
       standby.applied = request.applied;
@@ -207,6 +257,7 @@ void ReplicationLog::Describe(ReplicationStatus* status) const {
   std::lock_guard<std::mutex> lock(mutex_);
   Clock::time_point now = Clock::now();
   status->log_id = log_id_;
+  status->epoch = epoch();
   status->oldest_kept =
       entries_.empty() ? last_position_ + 1 : entries_.front().position;
   status->log_bytes = bytes_;

@@ -30,6 +30,8 @@
 #include <spool/future.h>
 #include <spool/replication.h>
 
+#include "storage/keys.h"
+
 namespace spool::actors {
 
 struct ReplicationLogConfig {
@@ -67,6 +69,11 @@ class ReplicationLog {
   // standby copies a new base. The next commit is at `last_position` + 1.
   void StartOver(uint64_t last_position);
 
+  // The store's epochs (storage/keys.h, kClusterEpochsKey), oldest first:
+  // at open, and after a new epoch's first commit. The last is this
+  // primary's epoch.
+  void SetEpochs(std::vector<storage::EpochStart> epochs);
+
   // A standby's request: records its acknowledgement, then answers with
   // the commits after `applied` (at once, or after up to request.wait for
   // the next), or `gone` when it cannot follow from there.
@@ -97,6 +104,16 @@ class ReplicationLog {
     std::chrono::steady_clock::time_point deadline;
   };
 
+  // Why `request`'s standby cannot follow this log from where it is, or
+  // empty. REQUIRES: mutex_ held.
+  std::string CannotFollow(const FollowRequest& request) const;
+  // The commits of an epoch older than this primary's are ours only up to
+  // the start of the next epoch: why the standby's are not, or empty.
+  // REQUIRES: mutex_ held.
+  std::string Diverged(const FollowRequest& request) const;
+  uint64_t epoch() const {
+    return epochs_.empty() ? 0 : epochs_.back().epoch;
+  }
   // Fills `chunk` for `request`. REQUIRES: mutex_ held.
   FollowChunk Answer(const FollowRequest& request) const;
   // Whether `request` can be answered now. REQUIRES: mutex_ held.
@@ -123,6 +140,7 @@ class ReplicationLog {
   std::map<std::string, Standby> standbys_;  // GUARDED_BY(mutex_)
   std::vector<Waiter> waiters_;              // GUARDED_BY(mutex_)
   uint64_t acked_ = 0;                       // GUARDED_BY(mutex_)
+  std::vector<storage::EpochStart> epochs_;  // GUARDED_BY(mutex_)
   bool closing_ = false;                     // GUARDED_BY(mutex_)
   std::condition_variable wake_;
   // Answers waiters whose wait ran out; a thread of its own, since a

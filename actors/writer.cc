@@ -65,6 +65,9 @@ struct Batch {
   // Called with the commit's status, after it; each closure knows its own
   // command's result.
   std::vector<std::function<void(const Status&)>> done;
+  // Called with the commit's status after the local sync, never waiting
+  // for standbys: the runtime's own commands (recovery, a new epoch).
+  std::vector<std::function<void(const Status&)>> local_done;
   // Claims as the scheduler asked for them, and the ones that were applied.
   std::vector<QueueEntry> claims;
   std::unordered_set<TaskId> claimed;
@@ -499,7 +502,9 @@ struct WriterState {
       }
       Stage(before, std::move(record));
     }
-    batch.done.push_back(
+    // Open waits for it before any standby can follow: it must not wait
+    // for their acknowledgements.
+    batch.local_done.push_back(
         [done = std::move(command.done), recovered](const Status& commit) {
           if (commit.ok()) {
             done(recovered);
@@ -510,6 +515,44 @@ struct WriterState {
   }
 
   // ---- Control commands ----
+
+  // ---- Cluster epochs ----
+
+  // Stages "epoch `epoch` starts with this commit" (storage/keys.h,
+  // kClusterEpochsKey). The next commit is this store's committed_batches()
+  // + 1: the writer alone commits, and commits the whole batch. Answers
+  // `done` after the local sync; false (answered already) when there is
+  // nothing to stage.
+  bool BeginEpoch(uint64_t epoch, Completion& done) {
+    storage::TaskStore& store = *config.store;
+    std::vector<storage::EpochStart> epochs;
+    Status s = store.ReadEpochs(&epochs);
+    if (s.ok() && !epochs.empty() && epochs.back().epoch >= epoch) {
+      s = epochs.back().epoch == epoch
+              ? Status::OK()
+              : Status::FailedPrecondition(
+                    "the store's commits are of epoch " +
+                    std::to_string(epochs.back().epoch) +
+                    ", newer than the leader's epoch " + std::to_string(epoch) +
+                    ": was etcd's data reset? (docs/replication.md)");
+      done(s);
+      return false;
+    }
+    if (!s.ok()) {
+      done(s);
+      return false;
+    }
+    epochs.push_back({epoch, store.committed_batches() + 1});
+    if (epochs.size() > storage::kMaxEpochsKept) {
+      epochs.erase(epochs.begin(),
+                   epochs.end() - static_cast<std::ptrdiff_t>(
+                                      storage::kMaxEpochsKept));
+    }
+    txn().PutMeta(std::string(storage::kClusterEpochsKey),
+                  storage::EncodeEpochs(epochs));
+    batch.local_done.push_back(std::move(done));
+    return true;
+  }
 
   void Control(ControlCommand& command) {
     Result<ControlResult> result = ApplyControl(command);
@@ -1386,6 +1429,11 @@ void ReportHealth(WriterState& st, const Status& status,
   }
 }
 
+// OK, or the fence's refusal once a clustered primary's lease lapsed.
+Status FenceStatus(const WriterState& st) {
+  return st.config.fence ? st.config.fence->Check() : Status::OK();
+}
+
 // Hands a committed batch to the replication log: a new log first when
 // something was written around the commits since the last one.
 void LogCommit(WriterState& st) {
@@ -1416,8 +1464,10 @@ void Answer(Self self, Batch& batch, const Status& status) {
   auto& st = self->state;
   bool committed = status.ok() && batch.txn && !batch.txn->empty();
   if (committed && st.config.replication) LogCommit(st);
+  for (auto& done : batch.local_done) done(status);
   if (!st.acks) {
-    for (auto& done : batch.done) done(status);
+    const Status fenced = status.ok() ? FenceStatus(st) : status;
+    for (auto& done : batch.done) done(fenced);
     return;
   }
   if (!status.ok()) {
@@ -1432,6 +1482,16 @@ void Answer(Self self, Batch& batch, const Status& status) {
   } else {
     st.acks->After(std::move(batch.done));
   }
+}
+
+// A clustered primary past its lease refuses an enqueue at once: it could
+// never acknowledge it.
+bool RefusedForLease(WriterState& st, EnqueueCommand& command) {
+  if (FenceStatus(st).ok()) return false;
+  command.done(Status::Busy(
+      "this primary's leadership lease lapsed (it could not renew it in "
+      "time); nothing was stored: send it to the new primary"));
+  return true;
 }
 
 // Durability::kReplicated: refuses an enqueue at once while fewer standbys
@@ -1532,11 +1592,13 @@ writer_actor::behavior_type WriterBehavior(Self self, WriterConfig config) {
   }
   if (self->state.config.replication && self->state.config.min_acks > 0) {
     self->state.acks = std::make_unique<AckWaiters>(
-        self->state.config.min_acks, self->state.config.ack_timeout);
+        self->state.config.min_acks, self->state.config.ack_timeout,
+        self->state.config.fence.get());
   }
   return {
       [self](enqueue_atom, EnqueueCommand& command) {
         // Refused before it is counted: nothing of it was taken.
+        if (RefusedForLease(self->state, command)) return;
         if (RefusedForStandbys(self->state, command)) return;
         if (auto* stats = self->state.config.stats.get()) {
           stats->enqueued.fetch_add(command.tasks.size(),
@@ -1573,6 +1635,9 @@ writer_actor::behavior_type WriterBehavior(Self self, WriterConfig config) {
           self->state.txn().PutMeta(std::move(key), std::move(value));
         }
         Admit(self);
+      },
+      [self](epoch_atom, uint64_t epoch, Completion& done) {
+        if (self->state.BeginEpoch(epoch, done)) Admit(self);
       },
       [self](barrier_atom, Completion& done) {
         if (self->state.batch.commands == 0) {

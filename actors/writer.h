@@ -19,6 +19,7 @@
 
 #include "actors/actors.h"
 #include "actors/attempt_control.h"
+#include "actors/lease_fence.h"
 #include "actors/replication_log.h"
 #include "actors/writer_stats.h"
 #include "storage/task_store.h"
@@ -71,6 +72,9 @@ struct WriterConfig {
   // enqueue is refused with Busy while fewer are connected. 0: at once.
   uint32_t min_acks = 0;
   std::chrono::milliseconds ack_timeout{5000};
+  // A clustered primary's leadership deadline: callers are acknowledged
+  // only before it, and enqueues after it are refused. Null: none.
+  std::shared_ptr<const LeaseFence> fence;
 };
 
 // Spawns the writer on a thread of its own (detached): a commit waits for

@@ -371,6 +371,7 @@ void RuntimeImpl::StartWriter() {
       writer_config.ack_timeout = options_.replication_ack_timeout;
     }
   }
+  writer_config.fence = fence_;
   writer_ = actors::SpawnWriter(*actor_system_, std::move(writer_config));
   weak_writer_ = caf::actor_cast<caf::weak_actor_ptr>(writer_);
   // `this` outlives every send: Close ends the admission before the writer.

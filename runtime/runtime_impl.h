@@ -18,6 +18,7 @@
 #include "actors/claimed_pool.h"
 #include "actors/gateway.h"
 #include "actors/handler_registry.h"
+#include "actors/lease_fence.h"
 #include "actors/replication_log.h"
 #include "actors/writer_stats.h"
 #include "runtime/admission.h"
@@ -152,6 +153,9 @@ class RuntimeImpl final : public Runtime {
   Future<uint64_t> ApplyReplicated(
       uint64_t log_id, std::vector<ReplicatedCommit> commits) override;
   Future<uint64_t> Rebase(std::string backup_dir, uint64_t log_id) override;
+  Future<void> BeginEpoch(uint64_t epoch) override;
+  void FenceAcknowledgements(
+      std::chrono::steady_clock::time_point until) override;
   Future<StatusCounts> CountByStatus() override;
   Statistics GetStatistics() override;
   using Runtime::Drain;
@@ -336,6 +340,9 @@ class RuntimeImpl final : public Runtime {
   caf::weak_actor_ptr weak_writer_;
   // A primary that serves standbys: its log (actors/replication_log.h).
   std::shared_ptr<actors::ReplicationLog> replication_log_;
+  // The writer's leadership deadline (FenceAcknowledgements).
+  const std::shared_ptr<actors::LeaseFence> fence_ =
+      std::make_shared<actors::LeaseFence>();
   // A standby: its only writer.
   actors::replica_actor replica_;
   actors::scheduler_actor scheduler_;

@@ -85,8 +85,16 @@ std::shared_ptr<actors::ReplicationLog> RuntimeImpl::MakeReplicationLog() {
                      actors::replicated_atom::value, position);
     }
   };
-  return std::make_shared<actors::ReplicationLog>(std::move(config), log_id,
-                                                  store_->committed_batches());
+  auto log = std::make_shared<actors::ReplicationLog>(
+      std::move(config), log_id, store_->committed_batches());
+  std::vector<storage::EpochStart> epochs;
+  Status s = store_->ReadEpochs(&epochs);
+  if (!s.ok()) {
+    Logger()->warn("replication: reading the cluster epochs failed: {}",
+                   s.ToString());
+  }
+  log->SetEpochs(std::move(epochs));
+  return log;
 }
 
 void RuntimeImpl::FollowLog(FollowRequest request,
@@ -115,10 +123,53 @@ ReplicationStatus RuntimeImpl::GetReplicationStatus() {
   status.position = store_->committed_batches();
   if (replication_log_) {
     replication_log_->Describe(&status);
-  } else if (standby_) {
-    static_cast<void>(store_->FollowedLog(&status.log_id));
+    return status;
+  }
+  if (standby_) static_cast<void>(store_->FollowedLog(&status.log_id));
+  std::vector<storage::EpochStart> epochs;
+  if (store_->ReadEpochs(&epochs).ok() && !epochs.empty()) {
+    status.epoch = epochs.back().epoch;
   }
   return status;
+}
+
+Future<void> RuntimeImpl::BeginEpoch(uint64_t epoch) {
+  CallGuard guard(this);
+  if (guard.closed()) return Failed<void>(ClosedError(), executor_);
+  if (standby_) {
+    return Failed<void>(
+        Status::FailedPrecondition("BeginEpoch is for a primary; this runtime "
+                                   "is a standby (replication.role)"),
+        executor_);
+  }
+  if (read_only_ || epoch == 0) {
+    return Failed<void>(
+        read_only_ ? ReadOnlyError("BeginEpoch")
+                   : Status::InvalidArgument("BeginEpoch: epoch 0 is none"),
+        executor_);
+  }
+  auto promise = NewPromise<void>();
+  actors::Completion done = [this, promise](const Status& status) {
+    // On the writer's thread, before its next commit: the log hears of the
+    // epoch before any standby could ask for a later commit.
+    if (status.ok() && replication_log_) {
+      std::vector<storage::EpochStart> epochs;
+      Status s = store_->ReadEpochs(&epochs);
+      if (!s.ok()) {
+        promise.Set(Result<void>(s));
+        return;
+      }
+      replication_log_->SetEpochs(std::move(epochs));
+    }
+    promise.Set(Result<void>(status));
+  };
+  caf::anon_send(writer_, actors::epoch_atom::value, epoch, std::move(done));
+  return promise.GetFuture();
+}
+
+void RuntimeImpl::FenceAcknowledgements(
+    std::chrono::steady_clock::time_point until) {
+  fence_->Set(until);
 }
 
 Future<uint64_t> RuntimeImpl::ApplyReplicated(

@@ -109,6 +109,8 @@ Status ParseFollowQuery(std::string_view query, FollowRequest* request) {
     return s;
   if (Status s = U64Param(query, "applied", true, &request->applied); !s.ok())
     return s;
+  if (Status s = U64Param(query, "epoch", false, &request->epoch); !s.ok())
+    return s;
   if (Status s = U64Param(query, "max_bytes", false, &request->max_bytes);
       !s.ok())
     return s;
@@ -124,7 +126,7 @@ std::string FollowQuery(const FollowRequest& request) {
   return "standby=" + request.standby +
          "&log_id=" + std::to_string(request.log_id) +
          "&applied=" + std::to_string(request.applied) +
-         "&max_bytes=" + std::to_string(request.max_bytes) + "&wait_ms=" +
+         "&epoch=" + std::to_string(request.epoch) + "&max_bytes=" + std::to_string(request.max_bytes) + "&wait_ms=" +
          std::to_string(
              std::chrono::duration_cast<std::chrono::milliseconds>(request.wait)
                  .count());
@@ -232,7 +234,8 @@ std::string ClusterJson(const ReplicationStatus& status,
                         std::string_view primary_url) {
   std::string out =
       "{\"role\":" + JsonString(status.role) +
-      ",\"epoch\":0,\"applied_sequence\":" + std::to_string(status.position) +
+      ",\"epoch\":" + std::to_string(status.epoch) +
+      ",\"applied_sequence\":" + std::to_string(status.position) +
       ",\"primary\":" +
       (primary_url.empty() ? std::string("null") : JsonString(primary_url)) +
       ",\"log_id\":\"" + std::to_string(status.log_id) +

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <system_error>
 #include <thread>
@@ -39,6 +40,7 @@ struct Reply {
   long code = 0;
   std::string body;
   std::string log_id;  // X-Spool-Log-Id
+  std::string epoch;   // X-Spool-Epoch
   std::string error;   // a transport error, or empty
 };
 
@@ -56,22 +58,27 @@ size_t OnBody(char* data, size_t size, size_t count, void* user) {
   return n;
 }
 
+// The value of header `name` (lower case, with its colon) in `line`, or
+// nothing.
+std::optional<std::string> HeaderValue(std::string_view line,
+                                       std::string_view name) {
+  if (line.size() <= name.size()) return std::nullopt;
+  std::string lower(line.substr(0, name.size()));
+  std::transform(lower.begin(), lower.end(), lower.begin(), ::tolower);
+  if (lower != name) return std::nullopt;
+  std::string_view value = line.substr(name.size());
+  while (!value.empty() && (value.front() == ' ')) value.remove_prefix(1);
+  while (!value.empty() && (value.back() == '\r' || value.back() == '\n'))
+    value.remove_suffix(1);
+  return std::string(value);
+}
+
 size_t OnHeader(char* data, size_t size, size_t count, void* user) {
   auto* t = static_cast<Transfer*>(user);
   size_t n = size * count;
   std::string_view line(data, n);
-  constexpr std::string_view kName = "x-spool-log-id:";
-  if (line.size() > kName.size()) {
-    std::string lower(line.substr(0, kName.size()));
-    std::transform(lower.begin(), lower.end(), lower.begin(), ::tolower);
-    if (lower == kName) {
-      std::string_view value = line.substr(kName.size());
-      while (!value.empty() && (value.front() == ' ')) value.remove_prefix(1);
-      while (!value.empty() && (value.back() == '\r' || value.back() == '\n'))
-        value.remove_suffix(1);
-      t->reply->log_id = std::string(value);
-    }
-  }
+  if (auto v = HeaderValue(line, "x-spool-log-id:")) t->reply->log_id = *v;
+  if (auto v = HeaderValue(line, "x-spool-epoch:")) t->reply->epoch = *v;
   return n;
 }
 
@@ -199,6 +206,7 @@ class Follower final : public StandbyFollower {
     // makes the primary answer gone, and a new base follows.
     request.log_id = force_base_ ? 0 : status.log_id;
     request.applied = status.position;
+    request.epoch = status.epoch;
     request.max_bytes = kFollowBytes;
     request.wait = kFollowWait;
     Reply reply =
@@ -207,6 +215,14 @@ class Follower final : public StandbyFollower {
     if (!reply.error.empty()) return Status::IOError(reply.error);
     if (reply.code == 410) return CopyBase(reply.body);
     if (reply.code != 200) return HttpError("follow", reply);
+    // A deposed primary still serving: nothing of it is applied.
+    uint64_t epoch = std::strtoull(reply.epoch.c_str(), nullptr, 10);
+    if (epoch < status.epoch) {
+      return Status::FailedPrecondition(
+          "the primary at " + primary_ + " leads epoch " +
+          std::to_string(epoch) + ", older than this standby's epoch " +
+          std::to_string(status.epoch) + ": it was deposed");
+    }
     if (!connected_) {
       std::lock_guard<std::mutex> lock(mutex_);
       std::fprintf(stderr, "spoold: standby: following %s at position %llu\n",

@@ -298,4 +298,28 @@ std::string PrefixSuccessor(std::string_view prefix) {
   return out;
 }
 
+std::string EncodeEpochs(const std::vector<EpochStart>& epochs) {
+  std::string value;
+  value.reserve(16 * epochs.size());
+  for (const EpochStart& e : epochs) {
+    PutBigEndian64(&value, e.epoch);
+    PutBigEndian64(&value, e.first_position);
+  }
+  return value;
+}
+
+bool DecodeEpochs(std::string_view value, std::vector<EpochStart>* epochs) {
+  epochs->clear();
+  if (value.size() % 16 != 0) return false;
+  for (size_t at = 0; at < value.size(); at += 16) {
+    EpochStart e{GetBigEndian64(value.data() + at),
+                 GetBigEndian64(value.data() + at + 8)};
+    if (!epochs->empty() && (e.epoch <= epochs->back().epoch ||
+                             e.first_position <= epochs->back().first_position))
+      return false;
+    epochs->push_back(e);
+  }
+  return true;
+}
+
 }  // namespace spool::storage

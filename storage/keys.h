@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <spool/task.h>
 
@@ -147,6 +148,25 @@ bool DecodeTypeCountKey(std::string_view key, std::string_view* type);
 // Written around Commit, not in it, on purpose: it is each node's own and
 // is not replicated.
 inline constexpr std::string_view kReplicationLogIdKey = "replication/log_id";
+
+// The meta key of a clustered store's epochs (docs/replication.md,
+// "Failover"): each leader's epoch and the position of its first commit,
+// oldest first, at most kMaxEpochsKept of them. Written by a commit, so it
+// is replicated: a standby's last entry is the epoch of its last applied
+// commit. Absent in a store that never had a leader.
+inline constexpr std::string_view kClusterEpochsKey = "cluster/epochs";
+inline constexpr size_t kMaxEpochsKept = 64;
+
+struct EpochStart {
+  uint64_t epoch = 0;
+  // The position of the epoch's first commit (the one that wrote it).
+  uint64_t first_position = 0;
+};
+// 16 bytes per entry: epoch and first position, big-endian.
+std::string EncodeEpochs(const std::vector<EpochStart>& epochs);
+// False when the value is not a whole number of entries, or the epochs or
+// positions do not grow.
+bool DecodeEpochs(std::string_view value, std::vector<EpochStart>* epochs);
 
 // A count per status, as meta values hold them: kTaskStatusCount
 // big-endian 64-bit numbers, in status order.

@@ -438,6 +438,10 @@ class TaskStore {
   // Stores `log_id` as the one followed, synced: after a base copy.
   Status MarkFollowing(uint64_t log_id);
 
+  // The epochs the store's commits came from (kClusterEpochsKey), oldest
+  // first; empty when it never had a leader. Corruption when malformed.
+  Status ReadEpochs(std::vector<EpochStart>* epochs) const;
+
   // Replaces the store's files with those of `restored_dir` (a store
   // restored from a base backup, on the same file system), and opens them:
   // closes RocksDB (waiting for reads in progress), renames the old

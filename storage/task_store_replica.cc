@@ -124,6 +124,24 @@ Status TaskStore::MarkFollowing(uint64_t log_id) {
       "recording the replication log id");
 }
 
+Status TaskStore::ReadEpochs(std::vector<EpochStart>* epochs) const {
+  epochs->clear();
+  std::shared_lock<std::shared_mutex> lock(db_mutex_);
+  if (!db_) return StoreClosed(options_.path);
+  std::string value;
+  rocksdb::Status rs = db_->Get(rocksdb::ReadOptions(),
+                                Handle(ColumnFamily::kMeta),
+                                kClusterEpochsKey, &value);
+  if (rs.IsNotFound()) return Status::OK();
+  if (!rs.ok()) return FromRocks(rs, "reading the cluster epochs");
+  if (!DecodeEpochs(value, epochs)) {
+    return Status::Corruption("storage directory " + options_.path + ": meta " +
+                              std::string(kClusterEpochsKey) +
+                              " is malformed");
+  }
+  return Status::OK();
+}
+
 Status TaskStore::ReplaceWith(const std::string& restored_dir) {
   if (options_.read_only) return ReadOnlyStore(options_.path, "ReplaceWith");
   if (options_.durability == Durability::kMemory) {

@@ -57,6 +57,7 @@ class Follower {
       request.standby = "s1";
       request.log_id = log_id_;
       request.applied = applied_;
+      request.epoch = standby_->GetReplicationStatus().epoch;
       request.wait = 100ms;
       Promise<FollowChunk> answered;
       primary_->FollowLog(request, [answered](Result<FollowChunk> r) {
@@ -64,6 +65,7 @@ class Follower {
       });
       Result<FollowChunk> chunk = answered.GetFuture().Wait();
       if (!chunk.ok()) return Fail(chunk.status());
+      if (chunk->stale_primary) return Fail(Status::Aborted(chunk->why));
       if (chunk->gone) {
         Result<BackupInfo> base = primary_->BackupTo(base_dir_).Wait();
         if (!base.ok()) return Fail(base.status());
@@ -341,6 +343,103 @@ TEST_F(ReplicationTest, StandbyTooFarBehindCopiesANewBase) {
   ASSERT_TRUE(counts.ok());
   EXPECT_EQ(counts->total(), 50u);
   EXPECT_EQ(follower.error(), "");
+}
+
+// Failover's epochs (docs/replication.md, "Failover"): a primary's epoch
+// starts with a commit its standbys apply; a standby of a later epoch is
+// told its primary was deposed; an old primary whose unacknowledged tail
+// lies past the new epoch's start is told to copy a base; and a primary
+// past its lease acknowledges nothing.
+TEST_F(ReplicationTest, EpochsFenceADeposedPrimaryAndADivergedStandby) {
+  Options options = PrimaryOptions();
+  options.durability = Durability::kSync;
+  options.serve_standbys = true;
+  std::unique_ptr<Runtime> a = OpenPrimary(options);
+  ASSERT_NE(a, nullptr);
+  EXPECT_TRUE(Await(a->BeginEpoch(0)).status().IsInvalidArgument());
+  ASSERT_TRUE(Await(a->BeginEpoch(5)).ok());
+  EXPECT_TRUE(Await(a->BeginEpoch(5)).ok());  // already of it
+  Result<void> older = Await(a->BeginEpoch(4));
+  EXPECT_TRUE(older.status().IsFailedPrecondition());
+  EXPECT_THAT(older.status().message(), HasSubstr("newer than the leader's"));
+  EXPECT_EQ(a->GetReplicationStatus().epoch, 5u);
+  ASSERT_TRUE(Await(a->Enqueue("work", "one").stored).ok());
+
+  // The standby applies the epoch with the commits.
+  std::unique_ptr<Runtime> b = OpenOrDie(StandbyOptions());
+  ASSERT_NE(b, nullptr);
+  {
+    Follower follower(a.get(), b.get(), dir_.Sub("base"));
+    uint64_t target = a->GetReplicationStatus().position;
+    ASSERT_TRUE(spool::testing::WaitUntil(
+        [&] { return b->GetReplicationStatus().position == target; }, 30s))
+        << follower.error();
+  }
+  EXPECT_EQ(b->GetReplicationStatus().epoch, 5u);
+  uint64_t b_position = b->GetReplicationStatus().position;
+  uint64_t log_id = a->GetReplicationStatus().log_id;
+
+  auto follow = [](Runtime* primary, FollowRequest request) {
+    Promise<FollowChunk> answered;
+    primary->FollowLog(request, [answered](Result<FollowChunk> r) {
+      answered.Set(std::move(r));
+    });
+    return Await(answered.GetFuture());
+  };
+  FollowRequest newer;
+  newer.standby = "s2";
+  newer.log_id = log_id;
+  newer.epoch = 6;
+  Result<FollowChunk> chunk = follow(a.get(), newer);
+  ASSERT_TRUE(chunk.ok());
+  EXPECT_TRUE(chunk->stale_primary);
+  EXPECT_THAT(chunk->why, HasSubstr("deposed"));
+
+  // A writes a tail B never sees, then loses its lease: nothing more is
+  // acknowledged, and enqueues are refused at once.
+  ASSERT_TRUE(Await(a->Enqueue("work", "tail").stored).ok());
+  a->FenceAcknowledgements(std::chrono::steady_clock::now() - 1ms);
+  Result<TaskId> fenced = Await(a->Enqueue("work", "late").stored);
+  EXPECT_TRUE(fenced.status().IsBusy());
+  EXPECT_THAT(fenced.status().message(), HasSubstr("lease lapsed"));
+  uint64_t a_position = a->GetReplicationStatus().position;
+  ASSERT_GT(a_position, b_position);
+  ASSERT_TRUE(Await(a->Close()).ok());
+  a.reset();
+
+  // B is promoted with epoch 9: same log, a new epoch from b_position + 1.
+  ASSERT_TRUE(Await(b->Close()).ok());
+  b.reset();
+  Options promoted = PrimaryOptions();
+  promoted.path = dir_.Sub("standby");
+  promoted.durability = Durability::kSync;
+  promoted.serve_standbys = true;
+  b = OpenPrimary(promoted);
+  ASSERT_NE(b, nullptr);
+  ASSERT_TRUE(Await(b->BeginEpoch(9)).ok());
+  ASSERT_TRUE(Await(b->Enqueue("work", "new").stored).ok());
+  ASSERT_EQ(b->GetReplicationStatus().log_id, log_id);
+
+  // A, back as a standby of epoch 5 holding its tail, must copy a base;
+  // a standby of epoch 5 that stopped where B began follows on.
+  FollowRequest old_primary;
+  old_primary.standby = "a";
+  old_primary.log_id = log_id;
+  old_primary.epoch = 5;
+  old_primary.applied = a_position;
+  chunk = follow(b.get(), old_primary);
+  ASSERT_TRUE(chunk.ok());
+  EXPECT_TRUE(chunk->gone);
+  EXPECT_THAT(chunk->why, HasSubstr("never acknowledged"));
+  EXPECT_EQ(chunk->epoch, 9u);
+  FollowRequest caught_up = old_primary;
+  caught_up.standby = "c";
+  caught_up.applied = b_position;
+  chunk = follow(b.get(), caught_up);
+  ASSERT_TRUE(chunk.ok());
+  EXPECT_FALSE(chunk->gone) << chunk->why;
+  ASSERT_FALSE(chunk->commits.empty());
+  EXPECT_EQ(chunk->commits.front().position, b_position + 1);
 }
 
 }  // namespace

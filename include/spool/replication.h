@@ -52,6 +52,12 @@ struct FollowRequest {
   // The last position the standby applied and synced: an acknowledgement
   // of every commit up to it, and where the answer starts.
   uint64_t applied = 0;
+  // The epoch of the standby's last applied commit (ReplicationStatus::
+  // epoch): a primary of a later epoch answers `gone` when the standby
+  // holds commits past the start of an epoch it did not follow (they were
+  // never acknowledged, and a new leader wrote others in their place).
+  // 0 outside a cluster.
+  uint64_t epoch = 0;
   // The most bytes of commit data in the answer; at least one commit is
   // answered, whatever its size. In [1 KiB, 256 MiB].
   uint64_t max_bytes = 16 << 20;
@@ -67,8 +73,14 @@ struct FollowChunk {
   // `why` says which; the standby must copy a new base backup.
   bool gone = false;
   std::string why;
+  // The standby is of a later epoch than this primary: the primary was
+  // deposed, and the standby must follow the new leader. `why` says so.
+  bool stale_primary = false;
   // The log the commits belong to.
   uint64_t log_id = 0;
+  // The primary's epoch (0 outside a cluster). A standby refuses commits of
+  // an epoch older than its own.
+  uint64_t epoch = 0;
   // The primary's last committed position.
   uint64_t primary_position = 0;
   // The commits after FollowRequest::applied, in order; empty when none
@@ -99,6 +111,9 @@ struct ReplicationStatus {
   uint64_t log_id = 0;
   uint64_t oldest_kept = 0;
   uint64_t log_bytes = 0;
+  // The epoch of the last commit (0 outside a cluster): a primary's own
+  // since it was elected, or the one a standby applied last.
+  uint64_t epoch = 0;
   // Durability::kReplicated: how many standbys must acknowledge a commit.
   uint32_t min_acks = 0;
   // A primary's standbys, by name; empty on a standby.

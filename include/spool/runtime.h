@@ -594,6 +594,28 @@ class Runtime {
   // (the old copy stays). FailedPrecondition on a primary.
   virtual Future<uint64_t> Rebase(std::string backup_dir, uint64_t log_id) = 0;
 
+  // ---- Failover (docs/replication.md, "Failover") ----
+
+  // A primary elected with `epoch` (its etcd leader key's create revision,
+  // or any number that grows with each leader): commits "epoch `epoch`
+  // starts here" as the next commit, which standbys apply like any other.
+  // From then on the primary's answers to standbys carry the epoch, and a
+  // standby that holds commits of an older epoch past that start copies a
+  // new base. Resolves after the local sync (it waits for no standby): call
+  // it before serving writes. OK at once when the store is of `epoch`
+  // already; FailedPrecondition when it is of a later one, or on a
+  // standby; InvalidArgument for 0.
+  virtual Future<void> BeginEpoch(uint64_t epoch) = 0;
+
+  // A clustered primary's leadership deadline: commits are acknowledged to
+  // their callers only before `until`, and enqueues after it are refused
+  // with Busy, so that a primary whose lease lapsed (paused, or cut off
+  // from etcd) says "stored" to no one while another may be elected. Call
+  // it again after each renewal; until the first call nothing is fenced.
+  // Never blocks.
+  virtual void FenceAcknowledgements(
+      std::chrono::steady_clock::time_point until) = 0;
+
   // Resolves once every task enqueued before the call is stored and nothing
   // can run: no task is ready, being claimed or running. Tasks waiting for a
   // later time, paused (Pause, PauseType) or behind a closed gate do not
