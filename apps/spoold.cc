@@ -16,11 +16,13 @@
 #include <csignal>
 #include <cstdio>
 #include <memory>
+#include <mutex>
 #include <pthread.h>
 #include <string>
 #include <vector>
 
 #include <spool/http/builtin_handlers.h>
+#include <spool/http/cluster.h>
 #include <spool/http/http_server.h>
 #include <spool/http/spoold_config.h>
 #include <spool/http/standby.h>
@@ -31,6 +33,163 @@ namespace {
 int Fail(const std::string& message) {
   std::fprintf(stderr, "spoold: %s\n", message.c_str());
   return 1;
+}
+
+// ---- Cluster mode (spool/http/cluster.h, docs/replication.md) ----
+
+// This node's runtime in its current role, and those it had before: a
+// runtime the server once served must outlive the server's Stop.
+class ClusterRuntimes {
+ public:
+  ClusterRuntimes(spool::http::SpooldConfig config,
+                  spool::http::HttpServer* server)
+      : config_(std::move(config)), server_(server) {}
+
+  ~ClusterRuntimes() { Retire(); }
+
+  // The node's status_fn: the runtime's replication status, or nothing.
+  spool::ReplicationStatus Status() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (current_ == nullptr) return spool::ReplicationStatus{};
+    return current_->GetReplicationStatus();
+  }
+
+  // Takes `role`: reopens the runtime when it changes sides, starts or
+  // stops the standby's follower, and serves the result.
+  spool::Status Take(const spool::http::ClusterRole& role,
+                     spool::http::ClusterNode* node) {
+    using Kind = spool::http::ClusterRole::Kind;
+    server_->SwapRuntime(nullptr, "");
+    follower_.reset();
+    bool want_primary = role.kind == Kind::kPrimary;
+    if (current_ != nullptr && primary_ != want_primary) Retire();
+    if (current_ == nullptr) {
+      if (spool::Status s = Open(want_primary); !s.ok()) return s;
+    }
+    if (role.kind == Kind::kPrimary) {
+      // Fenced before the first commit can be acknowledged.
+      current_->FenceAcknowledgements(node->lease_deadline());
+      spool::Result<void> begun = current_->BeginEpoch(role.epoch).Wait();
+      if (!begun.ok()) return begun.status().WithContext("beginning the epoch");
+      server_->SwapRuntime(current_, "");
+    } else if (role.kind == Kind::kStandby) {
+      spool::Options options = config_.runtime;
+      options.replication_primary = role.primary_url;
+      options.replication_name = config_.cluster.name;
+      spool::Status s = spool::http::StandbyFollower::Start(current_, options,
+                                                            &follower_);
+      if (!s.ok()) return s;
+      server_->SwapRuntime(current_, role.primary_url);
+    }
+    // A candidate serves nothing but health: 503 until a leader is known.
+    return spool::Status::OK();
+  }
+
+  void Fence(spool::http::ClusterNode* node) {
+    if (current_ != nullptr && primary_) {
+      current_->FenceAcknowledgements(node->lease_deadline());
+    }
+  }
+
+  // Closes the runtime in use (the server no longer serves it).
+  void Retire() {
+    follower_.reset();
+    if (current_ == nullptr) return;
+    spool::Result<void> closed = current_->Close().Wait();
+    if (!closed.ok()) {
+      std::fprintf(stderr, "spoold: close: %s\n",
+                   closed.status().ToString().c_str());
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    current_ = nullptr;
+  }
+
+ private:
+  spool::Status Open(bool primary) {
+    spool::Options options = config_.runtime;
+    options.replication_role = primary ? spool::ReplicationRole::kPrimary
+                                       : spool::ReplicationRole::kStandby;
+    options.replication_name = config_.cluster.name;
+    options.callback_executor = server_->executor();
+    std::unique_ptr<spool::Runtime> runtime;
+    spool::Status s = spool::Runtime::Open(options, &runtime);
+    if (!s.ok()) return s.WithContext("open " + options.path);
+    if (primary) {
+      s = spool::http::RegisterBuiltinHandlers(runtime.get(), config_.handlers);
+      if (s.ok()) s = runtime->Start();
+      if (!s.ok()) return s;
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    current_ = runtime.get();
+    primary_ = primary;
+    all_.push_back(std::move(runtime));
+    return spool::Status::OK();
+  }
+
+  const spool::http::SpooldConfig config_;
+  spool::http::HttpServer* const server_;
+  std::unique_ptr<spool::http::StandbyFollower> follower_;
+  std::mutex mutex_;
+  spool::Runtime* current_ = nullptr;  // GUARDED_BY(mutex_) for Status
+  bool primary_ = false;
+  std::vector<std::unique_ptr<spool::Runtime>> all_;
+};
+
+// Serves as the cluster's etcd says, until SIGTERM or SIGINT.
+int RunCluster(spool::http::SpooldConfig config,
+               spool::http::HttpServer* server, const sigset_t& stop_signals) {
+  if (config.runtime.durability != spool::Durability::kReplicated) {
+    return Fail(
+        "[cluster] needs storage.durability = \"replicated\": a standby "
+        "promoted at a failover must hold every acknowledged task");
+  }
+  ClusterRuntimes runtimes(config, server);
+  std::unique_ptr<spool::http::ClusterNode> node;
+  spool::Status s = spool::http::ClusterNode::Start(
+      config.cluster, config.runtime.replication_min_acks,
+      [&runtimes] { return runtimes.Status(); }, &node);
+  if (!s.ok()) return Fail(s.ToString());
+  std::fprintf(stderr, "spoold: cluster: %s joins, one of %zu nodes\n",
+               config.cluster.name.c_str(), config.cluster.nodes.size());
+  spool::http::ClusterRole role;
+  // A candidate's runtime: a standby that follows no one.
+  s = runtimes.Take(role, node.get());
+  if (!s.ok()) return Fail(s.ToString());
+  node->Applied(role);
+  const timespec poll{0, 20 * 1000 * 1000};
+  int signal = 0;
+  while ((signal = sigtimedwait(&stop_signals, nullptr, &poll)) < 0) {
+    runtimes.Fence(node.get());
+    spool::http::ClusterRole next =
+        node->WaitForRole(role, std::chrono::milliseconds(0));
+    if (next == role) continue;
+    std::fprintf(stderr, "spoold: cluster: %s -> %s (epoch %llu%s%s)\n",
+                 spool::http::RoleName(role.kind),
+                 spool::http::RoleName(next.kind),
+                 static_cast<unsigned long long>(next.epoch),
+                 next.primary_url.empty() ? "" : ", primary ",
+                 next.primary_url.c_str());
+    s = runtimes.Take(next, node.get());
+    if (!s.ok()) {
+      // The node stays a candidate of no runtime: a second open may work.
+      std::fprintf(stderr, "spoold: cluster: taking the role failed: %s\n",
+                   s.ToString().c_str());
+      return Fail(s.ToString());
+    }
+    role = next;
+    node->Applied(role);
+    if (role.kind == spool::http::ClusterRole::Kind::kPrimary) {
+      std::fprintf(stderr, "spoold: ready (primary, epoch %llu)\n",
+                   static_cast<unsigned long long>(role.epoch));
+    }
+  }
+  std::fprintf(stderr, "spoold: %s: stopping\n",
+               signal == SIGTERM ? "SIGTERM" : "SIGINT");
+  server->Stop();
+  runtimes.Retire();
+  node.reset();
+  std::fprintf(stderr, "spoold: stopped\n");
+  return 0;
 }
 
 }  // namespace
@@ -107,6 +266,10 @@ int main(int argc, char** argv) {
                           ? "HTTPS"
                           : "HTTPS, client certificates required")
                    : "plain HTTP");
+
+  if (config.cluster.enabled()) {
+    return RunCluster(config, server.get(), stop_signals);
+  }
 
   // spool's callbacks (enqueue acknowledgements, events, live queries) run
   // on the server's io threads.

@@ -297,6 +297,40 @@ Status EtcdClient::Get(const std::string& key,
   return Status::OK();
 }
 
+Status EtcdClient::Put(const std::string& key, const std::string& value,
+                       int64_t lease) {
+  json request = {{"key", EncodeBase64(key)}, {"value", EncodeBase64(value)}};
+  if (lease != 0) request["lease"] = std::to_string(lease);
+  json answer;
+  return impl_->Post("/v3/kv/put", request, &answer);
+}
+
+Status EtcdClient::List(const std::string& prefix,
+                        std::vector<EtcdKeyValue>* kvs) {
+  kvs->clear();
+  if (prefix.empty()) {
+    return Status::InvalidArgument("EtcdClient::List: the prefix is empty");
+  }
+  // etcd's range end for a prefix: the prefix with its last byte + 1.
+  std::string end = prefix;
+  while (!end.empty() && static_cast<unsigned char>(end.back()) == 0xff) {
+    end.pop_back();
+  }
+  if (end.empty()) end.assign(1, '\0');  // every key from the prefix on
+  else end.back() = static_cast<char>(end.back() + 1);
+  json answer;
+  Status s = impl_->Post("/v3/kv/range",
+                         {{"key", EncodeBase64(prefix)},
+                          {"range_end", EncodeBase64(end)},
+                          {"limit", "1000"}},
+                         &answer);
+  if (!s.ok()) return s;
+  auto found = answer.find("kvs");
+  if (found == answer.end() || !found->is_array()) return Status::OK();
+  for (const json& kv : *found) kvs->push_back(KeyValueOf(kv));
+  return Status::OK();
+}
+
 Status EtcdClient::Resign(const std::string& key, int64_t epoch,
                           bool* deleted) {
   std::string k = EncodeBase64(key);

@@ -86,6 +86,13 @@ class EtcdClient {
   // Reads `key`; *kv is empty when it does not exist.
   Status Get(const std::string& key, std::optional<EtcdKeyValue>* kv);
 
+  // Puts `key` = `value` under `lease` (0: none).
+  Status Put(const std::string& key, const std::string& value, int64_t lease);
+
+  // Reads every key that starts with `prefix` (not empty), in key order;
+  // at most 1,000 of them.
+  Status List(const std::string& prefix, std::vector<EtcdKeyValue>* kvs);
+
   // Deletes `key` only if its create_revision is still `epoch`: a leader
   // steps down without deleting the key of a leader after it. *deleted
   // says whether it did.

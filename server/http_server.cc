@@ -213,6 +213,19 @@ class EventHub {
     return streams_.size();
   }
 
+  // Leaves `runtime` for another (a cluster node's new role): unsubscribes,
+  // forgets the events kept (their ids were that runtime's) and takes a new
+  // epoch, so that a Last-Event-ID from before resets.
+  void Rebind(Runtime* runtime, std::string epoch) {
+    Close(runtime);
+    std::lock_guard<std::mutex> lock(mutex_);
+    closed_ = false;
+    epoch_ = std::move(epoch);
+    ring_.clear();
+    first_seq_ = next_seq_;
+    streams_.clear();
+  }
+
   void Close(Runtime* runtime) {
     uint64_t token;
     {
@@ -233,7 +246,7 @@ class EventHub {
   void OnEvent(const TaskEvent& event);
 
   const size_t replay_;
-  const std::string epoch_;
+  std::string epoch_;  // GUARDED_BY(mutex_)
   std::mutex mutex_;
   bool closed_ = false;
   uint64_t token_ = 0;
@@ -259,7 +272,8 @@ class ServerImpl final : public HttpServer {
         work_(asio::make_work_guard(*io_)),
         acceptor_(asio::make_strand(*io_)),
         keepalive_timer_(*io_),
-        hub_(options_.sse_replay_events, NewEpoch()) {}
+        hub_(options_.sse_replay_events, NewEpoch()),
+        primary_(options_.replication_primary) {}
 
   ~ServerImpl() override {
     Stop();
@@ -275,11 +289,17 @@ class ServerImpl final : public HttpServer {
   Status Start() override;
   uint16_t port() const override { return port_.load(); }
   void AttachRuntime(Runtime* runtime) override { runtime_.store(runtime); }
+  void SwapRuntime(Runtime* runtime, std::string primary) override;
   void Stop() override;
 
   // ---- For connections ----
   const ServerOptions& options() const { return options_; }
   Runtime* runtime() const { return runtime_.load(); }
+  // A standby's primary, for 421 answers; empty on a primary.
+  std::string primary() const {
+    std::lock_guard<std::mutex> lock(primary_mutex_);
+    return primary_;
+  }
   bool stopping() const { return stopping_.load(); }
   EventHub& hub() { return hub_; }
   const RequestGuard& guard() const { return guard_; }
@@ -373,6 +393,8 @@ class ServerImpl final : public HttpServer {
   std::vector<std::thread> threads_;
   std::atomic<uint16_t> port_{0};
   std::atomic<Runtime*> runtime_{nullptr};
+  mutable std::mutex primary_mutex_;
+  std::string primary_;  // GUARDED_BY(primary_mutex_)
   std::atomic<bool> stopping_{false};
   std::atomic<bool> started_{false};
   std::atomic<size_t> event_streams_{0};
@@ -995,14 +1017,14 @@ void Connection::Dispatch(Request req) {
     return Write(std::move(*refused));
   }
   // A standby's copy changes only by its primary's commits.
-  if (post && !server_->options().replication_primary.empty()) {
+  if (post && !server_->primary().empty()) {
     return Write(Misdirected());
   }
   if (seg.size() == 2 && seg[0] == "v1" && seg[1] == "cluster") {
     if (!get) return method_not_allowed("GET");
     return Write(Json(bhttp::status::ok,
                       ClusterJson(runtime->GetReplicationStatus(),
-                                  server_->options().replication_primary),
+                                  server_->primary()),
                       version));
   }
   if (seg.size() == 1 && seg[0] == "metrics") {
@@ -1150,7 +1172,7 @@ Response Connection::Readiness(Runtime* runtime) const {
 }
 
 Response Connection::Misdirected() const {
-  const std::string& primary = server_->options().replication_primary;
+  const std::string primary = server_->primary();
   return Json(bhttp::status::misdirected_request,
               "{\"error\":{\"code\":\"standby\",\"message\":" +
                   JsonString("this spoold is a standby: it serves reads from "
@@ -1180,7 +1202,7 @@ void Connection::Replication(Runtime* runtime, const Request& req,
     res.set(bhttp::field::www_authenticate, "Bearer");
     return Write(std::move(res));
   }
-  if (!server_->options().replication_primary.empty()) {
+  if (!server_->primary().empty()) {
     return Write(Misdirected());
   }
   bhttp::verb method = req.method();
@@ -1205,10 +1227,19 @@ void Connection::Replication(Runtime* runtime, const Request& req,
                          std::to_string(chunk->log_id) + "\"}",
                      version));
           }
+          if (chunk->stale_primary) {
+            return self->Respond(
+                Json(bhttp::status::conflict,
+                     "{\"error\":{\"code\":\"stale_primary\",\"message\":" +
+                         JsonString(chunk->why) + "},\"epoch\":" +
+                         std::to_string(chunk->epoch) + "}",
+                     version));
+          }
           Response res(bhttp::status::ok, version);
           res.set(bhttp::field::content_type, "application/octet-stream");
           res.set(bhttp::field::cache_control, "no-store");
           res.set("X-Spool-Log-Id", std::to_string(chunk->log_id));
+          res.set("X-Spool-Epoch", std::to_string(chunk->epoch));
           res.set("X-Spool-Primary-Position",
                   std::to_string(chunk->primary_position));
           res.body() = EncodeCommits(chunk->commits);
@@ -1615,6 +1646,23 @@ std::vector<std::shared_ptr<Connection>> ServerImpl::Connections() {
     if (auto c = weak.lock()) out.push_back(std::move(c));
   }
   return out;
+}
+
+void ServerImpl::SwapRuntime(Runtime* runtime, std::string primary) {
+  Runtime* old = runtime_.exchange(nullptr);
+  // Event streams and live listings read the old runtime: they end, and
+  // their clients reconnect to the new one.
+  hub_.Rebind(old, NewEpoch());
+  for (auto& c : Connections()) c->StopSoft();
+  auto deadline = std::chrono::steady_clock::now() + options_.stop_timeout;
+  while (in_flight.load() > 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  {
+    std::lock_guard<std::mutex> lock(primary_mutex_);
+    primary_ = std::move(primary);
+  }
+  runtime_.store(runtime);
 }
 
 void ServerImpl::Stop() {

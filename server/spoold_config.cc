@@ -149,6 +149,20 @@ const std::vector<Key>& ServerKeys() {
   return *keys;
 }
 
+// [cluster], on ClusterOptions (spool/http/cluster.h).
+const std::vector<Key>& ClusterKeys() {
+  static const auto* const keys = new std::vector<Key>{
+      StrListKey("etcd", &ClusterOptions::etcd),
+      StrKey("etcd_ca_file", &ClusterOptions::etcd_ca_file),
+      StrKey("name", &ClusterOptions::name),
+      StrListKey("nodes", &ClusterOptions::nodes),
+      StrKey("advertise", &ClusterOptions::advertise),
+      MsKey("lease_ms", &ClusterOptions::lease, 1000, 60000),
+      StrKey("prefix", &ClusterOptions::prefix),
+  };
+  return *keys;
+}
+
 // Keys every [handlers.NAME] table takes, on HandlerSettings.
 const std::vector<Key>& HandlerKeys() {
   static const auto* const keys = [] {
@@ -407,6 +421,46 @@ Status ParseTomlText(std::string_view text, std::string_view source,
   return Status::OK();
 }
 
+// The keys of table [`section`] of `root`, if present, onto *target.
+template <class T>
+Status ApplySection(const toml::table& root, const std::string& section,
+                    const std::vector<Key>& keys, T* target,
+                    std::string_view source) {
+  const toml::node* node = root.get(section);
+  if (node == nullptr) return Status::OK();
+  const toml::table* table = node->as_table();
+  if (table == nullptr) {
+    return Error(source, section, "expected a table [" + section + "]",
+                 LineOf(*node));
+  }
+  for (const auto& [key, value] : *table) {
+    std::string subject = section + "." + std::string(key.str());
+    uint32_t line = key.source().begin.line;
+    const Key* spec = Find(keys, key.str());
+    if (spec == nullptr) {
+      return Error(source, subject,
+                   "unknown key; [" + section + "] has " + Names(keys), line);
+    }
+    RawValue raw;
+    raw.node = &value;
+    if (Status s = Apply(*spec, raw, target, source, subject, line); !s.ok())
+      return s;
+  }
+  return Status::OK();
+}
+
+// One --set of `path` ("SECTION.KEY") onto *target.
+template <class T>
+Status ApplyOverride(const std::vector<Key>& keys, const std::string& section,
+                     const std::string& path, const RawValue& raw, T* target) {
+  const Key* spec = Find(keys, path.substr(section.size() + 1));
+  if (spec == nullptr) {
+    return Error("override", path,
+                 "unknown key; [" + section + "] has " + Names(keys), 0);
+  }
+  return Apply(*spec, raw, target, "override", path, 0);
+}
+
 }  // namespace
 
 Status ParseSpooldConfig(std::string_view toml_text, std::string_view source,
@@ -417,7 +471,7 @@ Status ParseSpooldConfig(std::string_view toml_text, std::string_view source,
   // their line numbers, so our messages name the file's lines.
   SpooldConfig candidate = *config;
   AppSections app;
-  app.names = {"server", "handlers"};
+  app.names = {"server", "cluster", "handlers"};
   if (Status s =
           ParseOptions(toml_text, source, overrides, &candidate.runtime, &app);
       !s.ok()) {
@@ -427,29 +481,14 @@ Status ParseSpooldConfig(std::string_view toml_text, std::string_view source,
   if (Status s = ParseTomlText(app.toml_text, source, &root); !s.ok()) return s;
   const std::vector<std::string>& own_overrides = app.overrides;
 
-  // [server]
-  if (const toml::node* node = root.get("server")) {
-    const toml::table* table = node->as_table();
-    if (table == nullptr)
-      return Error(source, "server", "expected a table [server]",
-                   LineOf(*node));
-    for (const auto& [key, value] : *table) {
-      std::string subject = "server." + std::string(key.str());
-      uint32_t line = key.source().begin.line;
-      const Key* spec = Find(ServerKeys(), key.str());
-      if (spec == nullptr) {
-        return Error(source, subject,
-                     "unknown key; [server] has " + Names(ServerKeys()), line);
-      }
-      RawValue raw;
-      raw.node = &value;
-      if (Status s =
-              Apply(*spec, raw, &candidate.server, source, subject, line);
-          !s.ok()) {
-        return s;
-      }
-    }
-  }
+  if (Status s = ApplySection(root, "server", ServerKeys(), &candidate.server,
+                              source);
+      !s.ok())
+    return s;
+  if (Status s = ApplySection(root, "cluster", ClusterKeys(),
+                              &candidate.cluster, source);
+      !s.ok())
+    return s;
   // [handlers.NAME]
   if (const toml::node* node = root.get("handlers")) {
     const toml::table* table = node->as_table();
@@ -494,13 +533,13 @@ Status ParseSpooldConfig(std::string_view toml_text, std::string_view source,
     RawValue raw;
     raw.text = o.substr(eq + 1);
     if (path.rfind("server.", 0) == 0) {
-      std::string name = path.substr(7);
-      const Key* spec = Find(ServerKeys(), name);
-      if (spec == nullptr) {
-        return Error("override", path,
-                     "unknown key; [server] has " + Names(ServerKeys()), 0);
-      }
-      if (Status s = Apply(*spec, raw, &candidate.server, "override", path, 0);
+      if (Status s = ApplyOverride(ServerKeys(), "server", path, raw,
+                                   &candidate.server);
+          !s.ok())
+        return s;
+    } else if (path.rfind("cluster.", 0) == 0) {
+      if (Status s = ApplyOverride(ClusterKeys(), "cluster", path, raw,
+                                   &candidate.cluster);
           !s.ok())
         return s;
     } else {
@@ -517,6 +556,8 @@ Status ParseSpooldConfig(std::string_view toml_text, std::string_view source,
     }
   }
   if (Status s = candidate.server.Validate(); !s.ok())
+    return s.WithContext(source);
+  if (Status s = candidate.cluster.Validate(); !s.ok())
     return s.WithContext(source);
   if (Status s =
           FindConfigSources(toml_text, source, overrides, &candidate.sources);
@@ -550,6 +591,11 @@ std::string DescribeSpooldConfig(const SpooldConfig& config) {
   for (const Key& key : ServerKeys()) {
     out += key.name + " = " + key.render(&config.server) +
            from("server." + key.name);
+  }
+  out += "\n[cluster]\n";
+  for (const Key& key : ClusterKeys()) {
+    out += key.name + " = " + key.render(&config.cluster) +
+           from("cluster." + key.name);
   }
   auto handler = [&](const char* title, const char* name,
                      const HandlerSettings& settings) {

@@ -70,6 +70,14 @@ class HttpServer {
   // done) and must outlive Stop. Called once.
   virtual void AttachRuntime(Runtime* runtime) = 0;
 
+  // A cluster node's new role (spool/http/cluster.h): serves `runtime` in
+  // place of the one before, or answers 503 for null; `primary` is the URL
+  // a standby's 421 answers name (empty on a primary). Ends the event
+  // streams and live listings of the runtime it replaces and waits, up to
+  // options.stop_timeout, for requests in flight. Every runtime it served
+  // must outlive Stop (a closed one answers Closed).
+  virtual void SwapRuntime(Runtime* runtime, std::string primary) = 0;
+
   // Stops taking connections and requests; lets requests in flight finish
   // for up to options.stop_timeout; closes every event stream and idle
   // connection. The io threads keep running (spool's callbacks still need

@@ -23,6 +23,7 @@
 
 #include <spool/config.h>
 #include <spool/http/builtin_handlers.h>
+#include <spool/http/cluster.h>
 #include <spool/http/server_options.h>
 #include <spool/options.h>
 #include <spool/status.h>
@@ -33,6 +34,8 @@ struct SpooldConfig {
   Options runtime;
   ServerOptions server;
   BuiltinHandlersOptions handlers;
+  // [cluster]: failover through etcd; off unless cluster.etcd is set.
+  ClusterOptions cluster;
   // Where each value came from (a file line, --set), for --print-config;
   // filled by ParseSpooldConfig and LoadSpooldConfig.
   ConfigSources sources;
