@@ -171,6 +171,25 @@ TEST_F(EtcdClientTest, RevokingTheLeaseDeletesTheKeyAtOnce) {
   EXPECT_FALSE(kv.has_value());
 }
 
+// Member keys: put under a lease, listed by prefix in key order, gone with
+// the lease.
+TEST_F(EtcdClientTest, KeysUnderALeaseAreListedByPrefixAndGoWithIt) {
+  int64_t lease = Lease(*client_, seconds(5));
+  ASSERT_TRUE(client_->Put("/c/members/b", "{\"n\":2}", lease).ok());
+  ASSERT_TRUE(client_->Put("/c/members/a", "{\"n\":1}", lease).ok());
+  ASSERT_TRUE(client_->Put("/c/membersX", "outside", 0).ok());
+  std::vector<EtcdKeyValue> kvs;
+  ASSERT_TRUE(client_->List("/c/members/", &kvs).ok());
+  ASSERT_EQ(kvs.size(), 2u);
+  EXPECT_EQ(kvs[0].key, "/c/members/a");
+  EXPECT_EQ(kvs[1].value, "{\"n\":2}");
+  EXPECT_EQ(kvs[1].lease, lease);
+  EXPECT_TRUE(client_->List("", &kvs).IsInvalidArgument());
+  ASSERT_TRUE(client_->RevokeLease(lease).ok());
+  ASSERT_TRUE(client_->List("/c/members/", &kvs).ok());
+  EXPECT_TRUE(kvs.empty());
+}
+
 TEST_F(EtcdClientTest, ADeadEndpointIsSkippedAndNamedWhenAllAreDead) {
   std::string dead = "http://127.0.0.1:" + std::to_string(UnusedPort());
   auto client = Client({dead, endpoint_});

@@ -1,4 +1,5 @@
-// config/spool.toml documents spoold's [server] and [handlers.NAME] keys in
+// config/spool.toml documents spoold's [server], [cluster] and
+// [handlers.NAME] keys in
 // a commented-out block (spool::LoadOptions refuses sections it does not
 // own). These tests hold that block to the code: uncommented, spoold reads
 // it, its values are spoold's defaults, and every key spoold knows is in it.
@@ -106,6 +107,36 @@ TEST(SpooldConfigBlockTest, DocumentsEveryServerAndHandlerKey) {
     EXPECT_TRUE(documented)
         << "spoold key '" << key << "' is not documented in config/spool.toml";
   }
+}
+
+// [cluster] is checked as a whole: a half-configured node is refused at
+// start, naming the key.
+TEST(SpooldConfigTest, ClusterKeysAreCheckedTogether) {
+  SpooldConfig config;
+  config.runtime.path = "./spool-data";
+  const std::vector<std::string> base = {
+      "cluster.etcd=http://127.0.0.1:2379", "cluster.name=a",
+      "cluster.nodes=a,b,c", "cluster.advertise=http://127.0.0.1:8470"};
+  ASSERT_TRUE(ParseSpooldConfig("", "--set", base, &config).ok());
+  EXPECT_TRUE(config.cluster.enabled());
+  EXPECT_EQ(config.cluster.nodes.size(), 3u);
+  auto refused = [&](const std::string& override_text) {
+    std::vector<std::string> overrides = base;
+    overrides.push_back(override_text);
+    SpooldConfig c;
+    c.runtime.path = "./spool-data";
+    return ParseSpooldConfig("", "--set", overrides, &c).ToString();
+  };
+  EXPECT_THAT(refused("cluster.name=d"), HasSubstr("cluster.nodes"));
+  EXPECT_THAT(refused("cluster.nodes=a,a"), HasSubstr("listed twice"));
+  EXPECT_THAT(refused("cluster.nodes=a"), HasSubstr("2 to 16"));
+  EXPECT_THAT(refused("cluster.lease_ms=1500"), HasSubstr("cluster.lease_ms"));
+  EXPECT_THAT(refused("cluster.advertise=127.0.0.1:1"),
+              HasSubstr("cluster.advertise"));
+  EXPECT_THAT(refused("cluster.etcd=ftp://x"), HasSubstr("cluster.etcd"));
+  EXPECT_THAT(refused("cluster.prefix=spool/"), HasSubstr("cluster.prefix"));
+  EXPECT_THAT(refused("cluster.leese_ms=1000"),
+              HasSubstr("cluster.leese_ms: unknown key"));
 }
 
 TEST(SpooldConfigBlockTest, TheRuntimeLoaderStillRefusesTheServerSection) {
