@@ -24,6 +24,7 @@
 #include <spool/http/builtin_handlers.h>
 #include <spool/http/cluster.h>
 #include <spool/http/http_server.h>
+#include <spool/http/log_line.h>
 #include <spool/http/spoold_config.h>
 #include <spool/http/standby.h>
 #include <spool/runtime.h>
@@ -149,8 +150,8 @@ int RunCluster(spool::http::SpooldConfig config,
       config.cluster, config.runtime.replication_min_acks,
       [&runtimes] { return runtimes.Status(); }, &node);
   if (!s.ok()) return Fail(s.ToString());
-  std::fprintf(stderr, "spoold: cluster: %s joins, one of %zu nodes\n",
-               config.cluster.name.c_str(), config.cluster.nodes.size());
+  spool::http::LogLine("cluster: " + config.cluster.name + " joins, one of " +
+                       std::to_string(config.cluster.nodes.size()) + " nodes");
   spool::http::ClusterRole role;
   // A candidate's runtime: a standby that follows no one.
   s = runtimes.Take(role, node.get());
@@ -163,24 +164,23 @@ int RunCluster(spool::http::SpooldConfig config,
     spool::http::ClusterRole next =
         node->WaitForRole(role, std::chrono::milliseconds(0));
     if (next == role) continue;
-    std::fprintf(stderr, "spoold: cluster: %s -> %s (epoch %llu%s%s)\n",
-                 spool::http::RoleName(role.kind),
-                 spool::http::RoleName(next.kind),
-                 static_cast<unsigned long long>(next.epoch),
-                 next.primary_url.empty() ? "" : ", primary ",
-                 next.primary_url.c_str());
+    spool::http::LogLine(
+        std::string("cluster: ") + spool::http::RoleName(role.kind) + " -> " +
+        spool::http::RoleName(next.kind) + " (epoch " +
+        std::to_string(next.epoch) +
+        (next.primary_url.empty() ? "" : ", primary " + next.primary_url) +
+        ")");
     s = runtimes.Take(next, node.get());
     if (!s.ok()) {
       // The node stays a candidate of no runtime: a second open may work.
-      std::fprintf(stderr, "spoold: cluster: taking the role failed: %s\n",
-                   s.ToString().c_str());
+      spool::http::LogLine("cluster: taking the role failed: " + s.ToString());
       return Fail(s.ToString());
     }
     role = next;
     node->Applied(role);
     if (role.kind == spool::http::ClusterRole::Kind::kPrimary) {
-      std::fprintf(stderr, "spoold: ready (primary, epoch %llu)\n",
-                   static_cast<unsigned long long>(role.epoch));
+      spool::http::LogLine("ready (primary, epoch " +
+                           std::to_string(role.epoch) + ")");
     }
   }
   std::fprintf(stderr, "spoold: %s: stopping\n",

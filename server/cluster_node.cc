@@ -24,6 +24,7 @@
 #include <spool/http/cluster.h>
 
 #include "server/etcd_client.h"
+#include <spool/http/log_line.h>
 
 namespace spool::http {
 namespace {
@@ -283,10 +284,9 @@ class Node final : public ClusterNode {
       return s;
     if (!campaign.won) return Follow(campaign.holder);
     uint64_t epoch = static_cast<uint64_t>(campaign.holder.create_revision);
-    std::fprintf(stderr,
-                 "spoold: cluster: %s leads epoch %llu from position %llu\n",
-                 options_.name.c_str(), static_cast<unsigned long long>(epoch),
-                 static_cast<unsigned long long>(status.position));
+    LogLine("cluster: " + options_.name + " leads epoch " +
+            std::to_string(epoch) + " from position " +
+            std::to_string(status.position));
     ClusterRole next;
     next.kind = ClusterRole::Kind::kPrimary;
     next.epoch = epoch;
@@ -320,14 +320,14 @@ class Node final : public ClusterNode {
   void Wait(const std::string& why) {
     if (why == waiting_) return;
     waiting_ = why;
-    std::fprintf(stderr, "spoold: cluster: %s\n", why.c_str());
+    LogLine("cluster: " + why);
   }
 
   void Note(const Status& s) {
     std::lock_guard<std::mutex> lock(mutex_);
     std::string error = s.ok() ? std::string() : s.ToString();
     if (!error.empty() && error != last_error_) {
-      std::fprintf(stderr, "spoold: cluster: %s\n", error.c_str());
+      LogLine("cluster: " + error);
     }
     last_error_ = std::move(error);
   }

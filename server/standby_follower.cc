@@ -21,6 +21,7 @@
 #include "server/bearer_token.h"
 #include "server/curl_defaults.h"
 #include "server/replication_wire.h"
+#include <spool/http/log_line.h>
 
 namespace spool::http {
 namespace {
@@ -172,7 +173,7 @@ class Follower final : public StandbyFollower {
     connected_ = false;
     std::lock_guard<std::mutex> lock(mutex_);
     if (error != last_error_) {
-      std::fprintf(stderr, "spoold: standby: %s\n", error.c_str());
+      LogLine("standby: " + error);
     }
     last_error_ = error;
   }
@@ -225,9 +226,8 @@ class Follower final : public StandbyFollower {
     }
     if (!connected_) {
       std::lock_guard<std::mutex> lock(mutex_);
-      std::fprintf(stderr, "spoold: standby: following %s at position %llu\n",
-                   primary_.c_str(),
-                   static_cast<unsigned long long>(status.position));
+      LogLine("standby: following " + primary_ + " at position " +
+              std::to_string(status.position));
       last_error_.clear();
     }
     connected_ = true;
@@ -253,8 +253,8 @@ class Follower final : public StandbyFollower {
   // The primary cannot serve this standby from where it is: copies a new
   // base backup and swaps it in.
   Status CopyBase(const std::string& why) {
-    std::fprintf(stderr, "spoold: standby: copying a base from %s: %s\n",
-                 primary_.c_str(), why.substr(0, 300).c_str());
+    LogLine("standby: copying a base from " + primary_ + ": " +
+            why.substr(0, 300));
     Reply listing = Request("POST", "/v1/replication/base", 64 << 20, 600s);
     if (!listing.error.empty()) return Status::IOError(listing.error);
     if (listing.code != 201) return HttpError("base", listing);
@@ -272,8 +272,7 @@ class Follower final : public StandbyFollower {
     if (!at.ok()) return at.status();
     force_base_ = false;
     ++rebases_;
-    std::fprintf(stderr, "spoold: standby: base copied, at position %llu\n",
-                 static_cast<unsigned long long>(*at));
+    LogLine("standby: base copied, at position " + std::to_string(*at));
     return Status::OK();
   }
 

@@ -9,7 +9,11 @@ that every task acknowledged so far is on it, and restarts the victim.
   failover_torture.py SPOOLD [--kills N] [--seed S]
 
 Prints one line per round and, at the end,
-  kills=N acknowledged=A lost=L failover_p50_ms=P failover_max_ms=M seed=S
+  kills=N acknowledged=A lost=L failover_p50_ms=P failover_max_ms=M
+  pause_p50_ms=Q pause_max_ms=R seed=S
+where a failover is from a SIGKILL of the primary to the first enqueue
+acknowledged by another node, and a pause the same from a SIGSTOP (it
+includes the clients' 5 s timeouts on the paused node).
 and exits 1 if any acknowledged task was lost. Every wait is bounded.
 """
 
@@ -74,7 +78,8 @@ def main():
         node.start()
     clients = None
     lost = 0
-    failovers = []
+    failovers = []  # after a SIGKILL of the primary
+    pauses = []     # after a SIGSTOP: the clients' own timeouts included
     try:
         primary = ready_primary(nodes)
         clients = Clients(nodes)
@@ -95,7 +100,8 @@ def main():
                 primary = ready_primary(nodes, other_than=victim)
                 wait_for(lambda: clients.first_after(at, victim.name), 30,
                          "an acknowledged enqueue on the new primary")
-                failovers.append(clients.first_after(at, victim.name) - at)
+                took = clients.first_after(at, victim.name) - at
+                (failovers if kind == "kill" else pauses).append(took)
             if kind == "stop":
                 os.kill(victim.process.pid, signal.SIGCONT)
             else:
@@ -111,7 +117,7 @@ def main():
                   % (round_, kind, victim.name, primary.name, len(checked),
                      len(missing),
                      "" if kind == "standby" else
-                     "; failover %.0f ms" % (failovers[-1] * 1000)),
+                     "; failover %.0f ms" % (took * 1000)),
                   flush=True)
     finally:
         if clients:
@@ -122,11 +128,13 @@ def main():
                 node.stop(signal.SIGKILL)
         etcd.stop()
     total = len(clients.acknowledged) if clients else 0
-    p50 = statistics.median(failovers) * 1000 if failovers else 0
-    worst = max(failovers) * 1000 if failovers else 0
-    print("kills=%d acknowledged=%d lost=%d failover_p50_ms=%.0f "
-          "failover_max_ms=%.0f seed=%d"
-          % (args.kills, total, lost, p50, worst, args.seed))
+    def ms(values, f):
+        return "%.0f" % (f(values) * 1000) if values else "-"
+    print("kills=%d acknowledged=%d lost=%d failover_p50_ms=%s "
+          "failover_max_ms=%s pause_p50_ms=%s pause_max_ms=%s seed=%d"
+          % (args.kills, total, lost, ms(failovers, statistics.median),
+             ms(failovers, max), ms(pauses, statistics.median),
+             ms(pauses, max), args.seed))
     if lost == 0:
         shutil.rmtree(directory, ignore_errors=True)
     else:
