@@ -1,7 +1,8 @@
 // spool-worker: runs tasks for a spool runtime on another machine
 // (docs/scale-out.md), through spool::RemoteWorker.
 //
-//   spool-worker --connect HOST:PORT --secret-file F [--types noop,sleep]
+//   spool-worker --connect HOST:PORT[,HOST:PORT...] --secret-file F
+//                [--types noop,sleep]
 //                [--concurrency N] [--node NAME] [--config FILE] [--log FILE]
 //                [--reconnect-max-ms M] [--close-timeout-ms M]
 //                [--tls-certificate PEM --tls-key PEM --tls-ca PEM]
@@ -59,7 +60,7 @@ void Say(const std::string& text) {
 
 int Usage(const std::string& why) {
   std::cerr << "spool-worker: " + why +
-                   "\nusage: spool-worker --connect HOST:PORT --secret-file F "
+                   "\nusage: spool-worker --connect HOST:PORT[,HOST:PORT...] --secret-file F "
                    "[--types noop,sleep,http.post] [--concurrency N] "
                    "[--node NAME] [--config FILE] [--log FILE] "
                    "[--reconnect-max-ms M] [--close-timeout-ms M] "

@@ -74,8 +74,46 @@ struct Work {
 class RemoteWorkerImpl;
 
 // What the node actor shares with the worker object.
+// The gateways a worker may reach, "HOST:PORT" each: one, or every node of
+// a cluster (only its primary listens; the others refuse the connection).
+using GatewayList = std::vector<std::pair<std::string, uint16_t>>;
+
+// "HOST:PORT[,HOST:PORT...]" into *gateways: 1 to 16 of them, each with
+// a port in [1, 65535].
+Status ParseGateways(const std::string& connect, GatewayList* gateways) {
+  gateways->clear();
+  size_t start = 0;
+  while (start <= connect.size()) {
+    size_t comma = connect.find(',', start);
+    std::string one = connect.substr(
+        start, comma == std::string::npos ? std::string::npos : comma - start);
+    size_t colon = one.rfind(':');
+    std::string port =
+        colon == std::string::npos ? "" : one.substr(colon + 1);
+    if (colon == std::string::npos || colon == 0 || port.empty() ||
+        port.size() > 5 ||
+        port.find_first_not_of("0123456789") != std::string::npos ||
+        std::stoi(port) == 0 || std::stoi(port) > 65535 ||
+        gateways->size() == 16) {
+      return Status::InvalidArgument(
+          "RemoteWorkerOptions::connect must be \"HOST:PORT\", or up to 16 "
+          "of them separated by commas (a cluster's nodes), each with a port "
+          "in [1, 65535], got \"" +
+          connect.substr(0, 300) + "\"");
+    }
+    gateways->emplace_back(one.substr(0, colon),
+                           static_cast<uint16_t>(std::stoi(port)));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return Status::OK();
+}
+
 struct NodeState {
   RemoteWorkerImpl* worker = nullptr;
+  // Which of the gateways the next connect tries: the next one in turn
+  // after each failed try or lost connection.
+  size_t next_gateway = 0;
   // The gateway's door.
   caf::actor gateway;
   uint64_t session = 0;
@@ -231,7 +269,7 @@ class RemoteWorkerImpl final : public RemoteWorker {
 
 class NodeActor;
 caf::behavior NodeBehavior(NodeActor* self, RemoteWorkerImpl* worker,
-                           std::string host, uint16_t port);
+                           GatewayList gateways);
 
 // The actor that talks to the gateway. Whoever the gateway's node routes
 // for can send it messages, so it takes only its protocol's
@@ -246,11 +284,10 @@ caf::behavior NodeBehavior(NodeActor* self, RemoteWorkerImpl* worker,
 class NodeActor final : public actors::NetworkFacing<caf::event_based_actor> {
  public:
   NodeActor(caf::actor_config& config, RemoteWorkerImpl* worker,
-            std::string host, uint16_t port)
+            GatewayList gateways)
       : NetworkFacing(config),
         worker_(worker),
-        host_(std::move(host)),
-        port_(port),
+        gateways_(std::move(gateways)),
         middleman_address_(Middleman().address()) {}
 
   // The middleman actor that connects (the TLS one when TLS is on). Looked
@@ -263,7 +300,7 @@ class NodeActor final : public actors::NetworkFacing<caf::event_based_actor> {
 
   const char* name() const override { return "spool.remote_node"; }
   caf::behavior make_behavior() override {
-    return NodeBehavior(this, worker_, host_, port_);
+    return NodeBehavior(this, worker_, gateways_);
   }
 
   // Drops the gateway's proxy and the outbox when the actor quits, as a
@@ -304,8 +341,7 @@ class NodeActor final : public actors::NetworkFacing<caf::event_based_actor> {
 
  private:
   RemoteWorkerImpl* worker_;
-  std::string host_;
-  uint16_t port_;
+  GatewayList gateways_;
   // Set once, before any message: Admit reads it on senders' threads.
   const caf::actor_addr middleman_address_;
 };
@@ -404,11 +440,12 @@ void SayHello(NodeSelf self) {
           });
 }
 
-// Connects to the gateway without blocking, then says hello.
-void ConnectToGateway(NodeSelf self, const std::string& host, uint16_t port) {
+// Connects to the next gateway without blocking, then says hello.
+void ConnectToGateway(NodeSelf self, const GatewayList& gateways) {
   auto& st = self->state;
   if (st.connecting) return;  // the answer of the last try is on its way
   st.connecting = true;
+  const auto& [host, port] = gateways[st.next_gateway % gateways.size()];
   caf::io::middleman_actor middleman = self->Middleman();
   self->request(middleman, std::chrono::seconds(30), caf::connect_atom::value,
                 host, port)
@@ -419,6 +456,7 @@ void ConnectToGateway(NodeSelf self, const std::string& host, uint16_t port) {
             s.connecting = false;
             if (!gateway) {
               Logger()->info("the gateway's port published no actor");
+              ++s.next_gateway;
               Retry(self);
               return;
             }
@@ -426,8 +464,9 @@ void ConnectToGateway(NodeSelf self, const std::string& host, uint16_t port) {
             self->monitor(s.gateway);
             SayHello(self);
           },
-          [self, host, port](caf::error& error) {
+          [self, host = host, port = port](caf::error& error) {
             self->state.connecting = false;
+            ++self->state.next_gateway;
             Logger()->info("cannot reach the gateway at {}:{}: {}", host, port,
                            self->system().render(error));
             Retry(self);
@@ -435,12 +474,14 @@ void ConnectToGateway(NodeSelf self, const std::string& host, uint16_t port) {
 }
 
 caf::behavior NodeBehavior(NodeActor* self, RemoteWorkerImpl* worker,
-                           std::string host, uint16_t port) {
+                           GatewayList gateways) {
   self->state.worker = worker;
   self->set_down_handler([self](caf::down_msg& down) {
     auto& st = self->state;
     if (down.source != st.gateway.address()) return;
     Logger()->warn("lost the connection to the gateway; reconnecting");
+    // A cluster's primary that died: its successor is another node.
+    ++st.next_gateway;
     st.worker->CancelSession(st.session);
     st.session = 0;
     st.gateway = nullptr;
@@ -448,11 +489,11 @@ caf::behavior NodeBehavior(NodeActor* self, RemoteWorkerImpl* worker,
     Retry(self);
   });
   return {
-      [self, host, port](node::Connect) {
+      [self, gateways](node::Connect) {
         auto& st = self->state;
         if (st.refused) return;
         if (!st.gateway) {
-          ConnectToGateway(self, host, port);
+          ConnectToGateway(self, gateways);
           return;
         }
         SayHello(self);
@@ -582,9 +623,8 @@ Status RemoteWorkerImpl::Connect() {
     connected_once_ = true;
   }
   const std::string& connect = options_.connect;
-  size_t colon = connect.rfind(':');
-  std::string host = connect.substr(0, colon);
-  auto port = static_cast<uint16_t>(std::stoi(connect.substr(colon + 1)));
+  GatewayList gateways;
+  static_cast<void>(ParseGateways(connect, &gateways));  // checked by Create
   config_ = std::make_unique<caf::actor_system_config>();
   config_->set("scheduler.max-threads", size_t{2});
   LoadMiddleman(config_.get());
@@ -594,7 +634,7 @@ Status RemoteWorkerImpl::Connect() {
   for (uint32_t i = 0; i < options_.concurrency; ++i) {
     threads_.emplace_back([this] { RunThread(); });
   }
-  node_ = system_->spawn<NodeActor>(this, host, port);
+  node_ = system_->spawn<NodeActor>(this, std::move(gateways));
   caf::anon_send(node_, node::Connect{});
   std::unique_lock<std::mutex> lock(mutex_);
   if (!cv_.wait_for(lock, options_.connect_timeout,
@@ -653,19 +693,8 @@ void RemoteWorkerImpl::Release() {
 Status RemoteWorker::Create(RemoteWorkerOptions options,
                             std::unique_ptr<RemoteWorker>* worker) {
   if (worker == nullptr) return Status::InvalidArgument("worker is null");
-  const std::string& connect = options.connect;
-  size_t colon = connect.rfind(':');
-  std::string port =
-      colon == std::string::npos ? "" : connect.substr(colon + 1);
-  if (colon == std::string::npos || colon == 0 || port.empty() ||
-      port.size() > 5 ||
-      port.find_first_not_of("0123456789") != std::string::npos ||
-      std::stoi(port) == 0 || std::stoi(port) > 65535) {
-    return Status::InvalidArgument(
-        "RemoteWorkerOptions::connect must be \"HOST:PORT\" with a port in "
-        "[1, 65535], got \"" +
-        connect + "\"");
-  }
+  GatewayList gateways;
+  if (Status s = ParseGateways(options.connect, &gateways); !s.ok()) return s;
   if (options.concurrency < 1 || options.concurrency > 4096) {
     return Status::InvalidArgument(
         "RemoteWorkerOptions::concurrency must be in [1, 4096], got " +

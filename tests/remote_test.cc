@@ -382,6 +382,35 @@ TEST_F(RemoteTest, CloseReturnsWithinItsTimeoutWhenAHandlerIgnoresStopping) {
   stubborn.reset();
 }
 
+// A cluster's worker lists every node's gateway; only the primary's
+// listens. The worker passes over the ones that refuse it, and the bad
+// lists are refused naming the option.
+TEST_F(RemoteTest, AWorkerTriesEachListedGatewayInTurn) {
+  Open();
+  RemoteWorkerOptions options;
+  options.connect = "127.0.0.1:" + std::to_string(testing::FreePort()) +
+                    ",127.0.0.1:" + std::to_string(port_);
+  options.secret = kRemoteSecret;
+  options.reconnect_initial = std::chrono::milliseconds(20);
+  options.connect_timeout = std::chrono::seconds(10);
+  std::unique_ptr<RemoteWorker> worker;
+  ASSERT_TRUE(RemoteWorker::Create(options, &worker).ok());
+  ASSERT_TRUE(worker->RegisterHandler("sleep", testing::Ok).ok());
+  ASSERT_TRUE(worker->Connect().ok());
+  std::vector<TaskId> ids = EnqueueMany("sleep", "1", 20);
+  ASSERT_TRUE(WaitUntil([&] { return worker->finished() == 20; },
+                        std::chrono::seconds(15)));
+  EXPECT_TRUE(worker->Close().ok());
+
+  for (const char* bad : {"127.0.0.1:1,", ",127.0.0.1:1", "127.0.0.1:1,x",
+                          "127.0.0.1:1,127.0.0.1:0"}) {
+    options.connect = bad;
+    Status s = RemoteWorker::Create(options, &worker);
+    EXPECT_TRUE(s.IsInvalidArgument()) << bad;
+    EXPECT_THAT(s.message(), HasSubstr("separated by commas")) << bad;
+  }
+}
+
 TEST_F(RemoteTest, WorkerWithAWrongOrMissingSecretIsRefused) {
   Open();
   std::string wrong = WriteSecret(dir_, "wrong", "not-the-secret-at-all-000");

@@ -30,6 +30,11 @@ namespace spool {
 
 struct RemoteWorkerOptions {
   // The gateway's "HOST:PORT" (the runtime's remote.listen). Required.
+  // For a cluster (docs/replication.md, "Failover"), every node's, joined
+  // with commas: only the primary's gateway listens, and after a lost
+  // connection or a failed try the worker tries the next one in turn. The
+  // attempts it held on a primary that died are recovered by the new one,
+  // the attempt counted, as after a worker crash.
   std::string connect;
   // The shared secret, or the file holding it (remote.secret_file's; it
   // must not be readable by group or others). One is required; `secret`

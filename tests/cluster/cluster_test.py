@@ -5,7 +5,7 @@ loopback with a data directory of its own, and three spoold nodes with
 are killed with SIGKILL and paused with SIGSTOP while clients enqueue over
 keep-alive HTTP connections and the primary's handlers drain.
 
-  cluster_test.py SPOOLD [unittest args]
+  cluster_test.py SPOOLD SPOOL_WORKER [unittest args]
 
 The invariant every test checks: each task a node answered 201 for is on
 the primary at the end. Every wait is bounded.
@@ -29,6 +29,7 @@ import spoold_test  # noqa: E402
 from spoold_test import TOKEN, Spoold, free_port, wait_for, write_token  # noqa: E402
 
 ETCD = "/usr/bin/etcd"
+WORKER = None  # spool-worker, from the command line
 SECRET = "c1uster-" + "ab" * 16
 NAMES = ["a", "b", "c"]
 LEASE_MS = 1000
@@ -70,7 +71,7 @@ class Etcd:
 class Node(Spoold):
     """A cluster member; started without waiting for /readyz."""
 
-    def __init__(self, directory, name, etcd_url):
+    def __init__(self, directory, name, etcd_url, extra=()):
         os.makedirs(directory, exist_ok=True)
         write_token(directory)
         secret = os.path.join(directory, "replication_secret")
@@ -91,8 +92,9 @@ class Node(Spoold):
             "cluster.prefix=/spool/test",
             "server.max_connections=64",
             "runtime.workers=4",
-        ])
+        ] + [x.replace("$SECRET", secret) for x in extra])
         self.name = name
+        self.secret = secret
 
     def start(self):
         self.ready = lambda: self.process.poll() is None
@@ -189,7 +191,13 @@ class ClusterTest(unittest.TestCase):
     def setUp(self):
         self.dir = tempfile.mkdtemp(prefix="spool-cluster-")
         self.etcd = Etcd(self.dir)
-        self.nodes = [Node(os.path.join(self.dir, n), n, self.etcd.url) for n in NAMES]
+        # Each node's remote-worker gateway; only the primary's listens.
+        self.gateways = [free_port() for _ in NAMES]
+        self.nodes = [Node(os.path.join(self.dir, n), n, self.etcd.url,
+                           ["remote.listen=127.0.0.1:%d" % port,
+                            "remote.secret_file=$SECRET",
+                            ])
+                      for n, port in zip(NAMES, self.gateways)]
         for node in self.nodes:
             node.start()
         self.primary = self.wait_primary()
@@ -199,6 +207,10 @@ class ClusterTest(unittest.TestCase):
             if node.process and node.process.poll() is None:
                 os.kill(node.process.pid, signal.SIGCONT)
                 node.stop(signal.SIGKILL)
+        for worker in getattr(self, "workers", []):
+            if worker.poll() is None:
+                worker.kill()
+                worker.wait(10)
         self.etcd.stop()
         if not os.environ.get("SPOOL_KEEP_TEST_DIR"):
             shutil.rmtree(self.dir, ignore_errors=True)
@@ -331,10 +343,57 @@ class ClusterTest(unittest.TestCase):
                  "enqueues acknowledged again")
 
 
-def primary_post(node):
+    def post(self, node, task_type, payload):
+        code, body = primary_post(node, task_type, payload)
+        self.assertEqual(code, 201, body)
+        return body["id"]
+
+    def test_spool_worker_follows_the_new_primary(self):
+        # A spool-worker that lists every node's gateway, beside each
+        # primary's own 4 workers; --log records the attempts it starts.
+        attempts = os.path.join(self.dir, "attempts.log")
+        log = open(os.path.join(self.dir, "worker.log"), "ab")
+        self.workers = [subprocess.Popen(
+            [WORKER, "--connect", ",".join("127.0.0.1:%d" % p for p in self.gateways),
+             "--secret-file", self.nodes[0].secret, "--types", "sleep",
+             "--concurrency", "8", "--reconnect-max-ms", "200", "--log", attempts],
+            stdout=log, stderr=log)]
+        old = self.primary
+        before = [self.post(old, "sleep", "50") for _ in range(24)]
+        wait_for(lambda: succeeded(old) >= 24, 30, "24 tasks run")
+        # Some are running on the worker when the primary dies.
+        during = [self.post(old, "sleep", "300") for _ in range(16)]
+        time.sleep(0.2)
+        old.process.send_signal(signal.SIGKILL)
+        old.process.wait(10)
+        new = self.wait_primary(other_than=old)
+        after = [self.post(new, "sleep", "200") for _ in range(40)]
+        wait_for(lambda: succeeded(new) >= 80, 60, "every task run on the new primary")
+        for task_id in before + during + after:
+            code, task = new.get("/v1/tasks/%d" % task_id)
+            self.assertEqual(code, 200, task_id)
+            self.assertEqual(task["status"], "succeeded", task)
+            # Only an attempt cut off with the old primary runs again.
+            expected = (1, 2) if task_id in during else (1,)
+            self.assertIn(task["attempts"], expected, task)
+        # The worker found the new primary's gateway and ran its tasks.
+        with open(attempts) as f:
+            ran = {int(line.split()[0]) for line in f if line.strip()}
+        self.assertTrue(ran & set(before + during),
+                        "the worker ran nothing for the old primary")
+        self.assertTrue(ran & set(after), "the worker ran nothing on the new primary")
+
+
+def succeeded(node):
+    code, counts = node.get("/v1/counts")
+    return counts["by_status"].get("succeeded", 0) if code == 200 else 0
+
+
+def primary_post(node, task_type="noop", payload="x"):
     c = http.client.HTTPConnection("127.0.0.1", node.port, timeout=5)
     try:
-        c.request("POST", "/v1/tasks", json.dumps({"type": "noop", "payload": "x"}),
+        c.request("POST", "/v1/tasks",
+                  json.dumps({"type": task_type, "payload": payload}),
                   {"Authorization": "Bearer " + TOKEN,
                    "Content-Type": "application/json"})
         r = c.getresponse()
@@ -345,4 +404,5 @@ def primary_post(node):
 
 if __name__ == "__main__":
     spoold_test.SPOOLD = sys.argv.pop(1)
+    WORKER = sys.argv.pop(1)
     unittest.main(verbosity=2)
