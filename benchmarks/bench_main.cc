@@ -51,7 +51,7 @@ constexpr char kUsage[] =
     "  --quick            a short run: 3 rounds, smaller sizes (~1 minute)\n"
     "  --scenario NAME    enqueue, drain, recovery, long_history,\n"
     "                     caller_thread, reads, statistics, retention,\n"
-    "                     codec\n"
+    "                     backup, codec\n"
     "                     (repeatable;\n"
     "                     default: all)\n"
     "  --peers LIST       comma-separated: fsync, rocksdb_raw, sqlite, redis\n"

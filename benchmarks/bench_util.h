@@ -29,7 +29,7 @@ using SteadyClock = std::chrono::steady_clock;
 inline const std::vector<std::string>& AllScenarios() {
   static const std::vector<std::string> kScenarios = {
       "enqueue", "drain",      "recovery",  "long_history", "caller_thread",
-      "reads",   "statistics", "retention", "codec"};
+      "reads",   "statistics", "retention", "backup",       "codec"};
   return kScenarios;
 }
 

@@ -1104,6 +1104,95 @@ Status RetentionScenario(const Plan& plan, const Options& base, Reporter* out) {
   return Status::OK();
 }
 
+// An online backup under load (issue 28: "a backup of 1,000,000 tasks
+// while 64 callers enqueue: the rate drops by under 20 %"). A store of
+// `tasks` finished tasks (the quick plan: a tenth), 64 callers enqueueing
+// all along; each round compares the enqueues completed in the second
+// before a BackupTo with those completed while it ran, into a fresh
+// directory (a full backup each time).
+Status BackupScenario(const Plan& plan, const Options& base, Reporter* out) {
+  Plan setup = plan;
+  setup.history_done = plan.quick ? 100'000 : 1'000'000;
+  setup.history_pending = 0;
+  SpoolInstance instance(base, Durability::kSync, base.workers, "backup");
+  Progress("spool backup: writing %s finished tasks",
+           WithCommas(setup.history_done).c_str());
+  Status s = WriteHistory(instance.path(), setup);
+  if (!s.ok()) return s.WithContext("backup set-up");
+  if (!(s = instance.Open(out)).ok()) return s;
+  Runtime* runtime = instance.runtime();
+  const std::string payload(plan.payload_bytes, 'p');
+  constexpr int kCallers = 64;
+  // Each caller's completion times; the callers run through every round.
+  std::vector<std::vector<SteadyClock::time_point>> done(kCallers);
+  std::atomic<bool> stop{false};
+  std::atomic<bool> failed{false};
+  std::vector<std::thread> callers;
+  for (int c = 0; c < kCallers; ++c) {
+    callers.emplace_back([&, c] {
+      while (!stop.load()) {
+        Ticket ticket = runtime->Enqueue(kType, payload);
+        if (!ticket.stored.WaitFor(std::chrono::seconds(30)) ||
+            !ticket.stored.Wait().ok()) {
+          failed = true;
+          return;
+        }
+        done[c].push_back(SteadyClock::now());
+      }
+    });
+  }
+  auto completed = [&](SteadyClock::time_point from,
+                       SteadyClock::time_point to) {
+    size_t n = 0;
+    for (const auto& times : done) {
+      n += std::count_if(times.begin(), times.end(), [&](auto t) {
+        return t >= from && t < to;
+      });
+    }
+    return static_cast<double>(n);
+  };
+  std::vector<double> before_rate, during_rate, backup_ms, bytes;
+  for (int round = 1; round <= plan.rounds && s.ok(); ++round) {
+    Progress("spool backup under 64 callers: round %d/%d", round, plan.rounds);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+    ScratchDir target("backup-target");
+    auto started = SteadyClock::now();
+    Result<BackupInfo> info =
+        runtime->BackupTo(target.path() + "/backups").Wait();
+    auto ended = SteadyClock::now();
+    if (!info.ok()) {
+      s = info.status().WithContext("BackupTo");
+      break;
+    }
+    double seconds = MicrosBetween(started, ended) / 1e6;
+    before_rate.push_back(
+        completed(started - std::chrono::seconds(1), started));
+    during_rate.push_back(completed(started, ended) / seconds);
+    backup_ms.push_back(seconds * 1000);
+    bytes.push_back(static_cast<double>(info->size_bytes));
+  }
+  stop = true;
+  for (std::thread& t : callers) t.join();
+  if (s.ok() && failed) s = Status::TimedOut("an enqueue took over 30 s");
+  Status closed = instance.Close(out);
+  if (!s.ok()) return s;
+  if (!closed.ok()) return closed;
+  const std::string variant =
+      "sync,callers=64,tasks=" + std::to_string(setup.history_done);
+  Emit(out, "backup", variant, "enqueue_before_ops_per_s", Median(before_rate),
+       "ops/s");
+  Emit(out, "backup", variant, "enqueue_during_ops_per_s", Median(during_rate),
+       "ops/s");
+  std::vector<double> ratios;
+  for (size_t i = 0; i < during_rate.size(); ++i) {
+    ratios.push_back(before_rate[i] > 0 ? during_rate[i] / before_rate[i] : 0);
+  }
+  Emit(out, "backup", variant, "during_over_before", Median(ratios), "x");
+  Emit(out, "backup", variant, "backup_ms", Median(backup_ms), "ms");
+  Emit(out, "backup", variant, "backup_bytes", Median(bytes), "bytes");
+  return Status::OK();
+}
+
 // The read side (benchmarks/reads_bench.h): point gets, JSON listings,
 // watch fan-out and a query's caller-thread CPU. Each sub-scenario's name
 // leads the variant, e.g. "point_get,callers=8,...".
@@ -1134,6 +1223,7 @@ Status RunSpoolScenario(const std::string& scenario, const Plan& plan,
   if (scenario == "drain") return DrainScenario(plan, base, out);
   if (scenario == "statistics") return StatisticsScenario(plan, base, out);
   if (scenario == "retention") return RetentionScenario(plan, base, out);
+  if (scenario == "backup") return BackupScenario(plan, base, out);
   if (scenario == "recovery") return RecoveryScenario(plan, base, out);
   if (scenario == "long_history") return LongHistoryScenario(plan, base, out);
   if (scenario == "caller_thread") {
