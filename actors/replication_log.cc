@@ -96,6 +96,34 @@ void ReplicationLog::StartOver(uint64_t last_position) {
   Reply(std::move(replies));
 }
 
+Status ReplicationLog::Seed(std::vector<ReplicatedCommit> commits) {
+  if (commits.empty()) return Status::OK();
+  std::lock_guard<std::mutex> lock(mutex_);
+  uint64_t oldest =
+      entries_.empty() ? last_position_ + 1 : entries_.front().position;
+  for (size_t i = 1; i < commits.size(); ++i) {
+    if (commits[i].position != commits[i - 1].position + 1) {
+      return Status::InvalidArgument(
+          "seed: commit " + std::to_string(commits[i].position) +
+          " does not follow commit " + std::to_string(commits[i - 1].position));
+    }
+  }
+  if (commits.back().position + 1 != oldest) {
+    return Status::InvalidArgument(
+        "seed: the commits end at position " +
+        std::to_string(commits.back().position) + ", and the log starts at " +
+        std::to_string(oldest));
+  }
+  // Newest first, until the bound: the log's own entries stay whole.
+  for (auto it = commits.rbegin(); it != commits.rend(); ++it) {
+    if (bytes_ + it->data.size() > config_.max_bytes && !entries_.empty())
+      break;
+    bytes_ += it->data.size();
+    entries_.push_front({it->position, std::move(it->data)});
+  }
+  return Status::OK();
+}
+
 void ReplicationLog::SetEpochs(std::vector<storage::EpochStart> epochs) {
   std::vector<std::pair<std::function<void(FollowChunk)>, FollowChunk>> replies;
   {

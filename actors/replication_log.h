@@ -69,6 +69,13 @@ class ReplicationLog {
   // standby copies a new base. The next commit is at `last_position` + 1.
   void StartOver(uint64_t last_position);
 
+  // A primary promoted from a standby: `commits`, the ones it applied
+  // last, go before the log's first, so that a standby a few commits behind
+  // follows on rather than copying a base. They must be contiguous and end
+  // just before the log's oldest position (InvalidArgument otherwise,
+  // nothing kept); the newest that fit max_bytes are kept.
+  Status Seed(std::vector<ReplicatedCommit> commits);
+
   // The store's epochs (storage/keys.h, kClusterEpochsKey), oldest first:
   // at open, and after a new epoch's first commit. The last is this
   // primary's epoch.

@@ -61,7 +61,7 @@ class ClusterRuntimes {
                      spool::http::ClusterNode* node) {
     using Kind = spool::http::ClusterRole::Kind;
     server_->SwapRuntime(nullptr, "");
-    follower_.reset();
+    StopFollowing();
     bool want_primary = role.kind == Kind::kPrimary;
     if (current_ != nullptr && primary_ != want_primary) Retire();
     if (current_ == nullptr) {
@@ -70,6 +70,15 @@ class ClusterRuntimes {
     if (role.kind == Kind::kPrimary) {
       // Fenced before the first commit can be acknowledged.
       current_->FenceAcknowledgements(node->lease_deadline());
+      // What it applied last as a standby: the standbys just behind it
+      // follow on from there rather than copying a base.
+      spool::Status seeded =
+          current_->SeedReplicationLog(recent_log_, std::move(recent_));
+      recent_.clear();
+      if (!seeded.ok()) {
+        spool::http::LogLine("cluster: the standbys behind will copy a base: " +
+                             seeded.ToString());
+      }
       spool::Result<void> begun = current_->BeginEpoch(role.epoch).Wait();
       if (!begun.ok()) return begun.status().WithContext("beginning the epoch");
       server_->SwapRuntime(current_, "");
@@ -94,7 +103,7 @@ class ClusterRuntimes {
 
   // Closes the runtime in use (the server no longer serves it).
   void Retire() {
-    follower_.reset();
+    StopFollowing();
     if (current_ == nullptr) return;
     spool::Result<void> closed = current_->Close().Wait();
     if (!closed.ok()) {
@@ -127,9 +136,20 @@ class ClusterRuntimes {
     return spool::Status::OK();
   }
 
+  // Stops the follower, keeping the commits it applied last.
+  void StopFollowing() {
+    if (follower_ == nullptr) return;
+    follower_->Stop();
+    recent_ = follower_->TakeRecent(&recent_log_);
+    follower_.reset();
+  }
+
   const spool::http::SpooldConfig config_;
   spool::http::HttpServer* const server_;
   std::unique_ptr<spool::http::StandbyFollower> follower_;
+  // The commits the last follower applied last, and their log.
+  std::vector<spool::ReplicatedCommit> recent_;
+  uint64_t recent_log_ = 0;
   std::mutex mutex_;
   spool::Runtime* current_ = nullptr;  // GUARDED_BY(mutex_) for Status
   bool primary_ = false;

@@ -154,6 +154,8 @@ class RuntimeImpl final : public Runtime {
       uint64_t log_id, std::vector<ReplicatedCommit> commits) override;
   Future<uint64_t> Rebase(std::string backup_dir, uint64_t log_id) override;
   Future<void> BeginEpoch(uint64_t epoch) override;
+  Status SeedReplicationLog(uint64_t log_id,
+                            std::vector<ReplicatedCommit> commits) override;
   void FenceAcknowledgements(
       std::chrono::steady_clock::time_point until) override;
   Future<StatusCounts> CountByStatus() override;

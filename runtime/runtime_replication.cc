@@ -133,6 +133,23 @@ ReplicationStatus RuntimeImpl::GetReplicationStatus() {
   return status;
 }
 
+Status RuntimeImpl::SeedReplicationLog(uint64_t log_id,
+                                       std::vector<ReplicatedCommit> commits) {
+  CallGuard guard(this);
+  if (guard.closed()) return ClosedError();
+  if (!replication_log_) {
+    return Status::FailedPrecondition(
+        "SeedReplicationLog: this runtime serves no standbys");
+  }
+  if (log_id != replication_log_->log_id()) {
+    return Status::InvalidArgument(
+        "SeedReplicationLog: the commits are of log " + std::to_string(log_id) +
+        ", and this primary writes log " +
+        std::to_string(replication_log_->log_id()));
+  }
+  return replication_log_->Seed(std::move(commits));
+}
+
 Future<void> RuntimeImpl::BeginEpoch(uint64_t epoch) {
   CallGuard guard(this);
   if (guard.closed()) return Failed<void>(ClosedError(), executor_);

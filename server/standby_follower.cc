@@ -5,9 +5,11 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <deque>
 #include <curl/curl.h>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -104,18 +106,22 @@ class Follower final : public StandbyFollower {
         ca_file_(options.replication_ca_file),
         download_dir_(options.path + ".download"),
         auth_("Authorization: Bearer " + secret),
-        name_(std::move(name)) {
+        name_(std::move(name)),
+        recent_limit_(options.replication_log_bytes) {
     while (!primary_.empty() && primary_.back() == '/') primary_.pop_back();
     thread_ = std::thread([this] { Run(); });
   }
   ~Follower() override {
+    Stop();
+    if (curl_ != nullptr) curl_easy_cleanup(curl_);
+  }
+  void Stop() override {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       stop_ = true;
     }
     wake_.notify_all();
-    thread_.join();
-    if (curl_ != nullptr) curl_easy_cleanup(curl_);
+    if (thread_.joinable()) thread_.join();
   }
   bool connected() const override { return connected_; }
   std::string last_error() const override {
@@ -123,6 +129,15 @@ class Follower final : public StandbyFollower {
     return last_error_;
   }
   uint64_t rebases() const override { return rebases_; }
+  std::vector<ReplicatedCommit> TakeRecent(uint64_t* log_id) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    *log_id = recent_log_;
+    std::vector<ReplicatedCommit> out(std::make_move_iterator(recent_.begin()),
+                                      std::make_move_iterator(recent_.end()));
+    recent_.clear();
+    recent_bytes_ = 0;
+    return out;
+  }
 
  private:
   Reply Request(const std::string& method, const std::string& path,
@@ -235,13 +250,34 @@ class Follower final : public StandbyFollower {
     if (Status s = DecodeCommits(reply.body, &commits); !s.ok()) return s;
     if (commits.empty()) return Status::OK();
     uint64_t log_id = std::strtoull(reply.log_id.c_str(), nullptr, 10);
+    std::vector<ReplicatedCommit> kept = commits;
     Result<uint64_t> applied =
         runtime_->ApplyReplicated(log_id, std::move(commits)).Wait();
     if (applied.status().IsInvalidArgument() ||
         applied.status().IsCorruption()) {
       force_base_ = true;
     }
+    if (applied.ok()) Remember(log_id, std::move(kept));
     return applied.status();
+  }
+
+  // Keeps the commits just applied, for TakeRecent: the newest within
+  // log_bytes, and only of one log.
+  void Remember(uint64_t log_id, std::vector<ReplicatedCommit> commits) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (log_id != recent_log_) {
+      recent_.clear();
+      recent_bytes_ = 0;
+      recent_log_ = log_id;
+    }
+    for (ReplicatedCommit& c : commits) {
+      recent_bytes_ += c.data.size();
+      recent_.push_back(std::move(c));
+    }
+    while (recent_bytes_ > recent_limit_ && !recent_.empty()) {
+      recent_bytes_ -= recent_.front().data.size();
+      recent_.pop_front();
+    }
   }
 
   Status HttpError(const char* what, const Reply& reply) {
@@ -266,6 +302,13 @@ class Follower final : public StandbyFollower {
     std::filesystem::remove_all(download_dir_, error);
     for (const BaseFile& file : files) {
       if (Status s = Download(file); !s.ok()) return s;
+    }
+    {
+      // What was applied before is not the new copy's history.
+      std::lock_guard<std::mutex> lock(mutex_);
+      recent_.clear();
+      recent_bytes_ = 0;
+      recent_log_ = 0;
     }
     Result<uint64_t> at = runtime_->Rebase(download_dir_, log_id).Wait();
     std::filesystem::remove_all(download_dir_, error);
@@ -323,6 +366,10 @@ class Follower final : public StandbyFollower {
   mutable std::mutex mutex_;
   std::condition_variable wake_;
   std::string last_error_;  // GUARDED_BY(mutex_)
+  std::deque<ReplicatedCommit> recent_;  // GUARDED_BY(mutex_)
+  uint64_t recent_bytes_ = 0;            // GUARDED_BY(mutex_)
+  uint64_t recent_log_ = 0;              // GUARDED_BY(mutex_)
+  const uint64_t recent_limit_;
   // The follower thread's alone.
   CURL* curl_ = nullptr;
   std::thread thread_;

@@ -442,5 +442,66 @@ TEST_F(ReplicationTest, EpochsFenceADeposedPrimaryAndADivergedStandby) {
   EXPECT_EQ(chunk->commits.front().position, b_position + 1);
 }
 
+// A standby promoted with the commits it applied last (what spoold's
+// StandbyFollower kept) serves a standby one commit behind it, which
+// would otherwise have to copy a whole base.
+TEST_F(ReplicationTest, APromotedStandbySeededWithItsLastCommitsServesThoseBehind) {
+  Options options = PrimaryOptions();
+  options.durability = Durability::kSync;
+  options.serve_standbys = true;
+  std::unique_ptr<Runtime> a = OpenPrimary(options);
+  ASSERT_NE(a, nullptr);
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(Await(a->Enqueue("work", "t" + std::to_string(i)).stored).ok());
+  }
+  auto follow = [](Runtime* primary, FollowRequest request) {
+    Promise<FollowChunk> answered;
+    primary->FollowLog(request, [answered](Result<FollowChunk> r) {
+      answered.Set(std::move(r));
+    });
+    return Await(answered.GetFuture());
+  };
+  FollowRequest from_start;
+  from_start.standby = "b";
+  from_start.log_id = a->GetReplicationStatus().log_id;
+  Result<FollowChunk> all = follow(a.get(), from_start);
+  ASSERT_TRUE(all.ok());
+  ASSERT_FALSE(all->gone) << all->why;
+  ASSERT_GE(all->commits.size(), 3u);
+  const uint64_t log_id = all->log_id;
+  const uint64_t last = all->commits.back().position;
+  ASSERT_TRUE(Await(a->Close()).ok());
+  a.reset();
+
+  std::unique_ptr<Runtime> b = OpenOrDie(StandbyOptions());
+  ASSERT_NE(b, nullptr);
+  ASSERT_TRUE(Await(b->ApplyReplicated(log_id, all->commits)).ok());
+  ASSERT_TRUE(Await(b->Close()).ok());
+  Options promoted = options;
+  promoted.path = dir_.Sub("standby");
+  b = OpenPrimary(promoted);
+  ASSERT_NE(b, nullptr);
+  ASSERT_EQ(b->GetReplicationStatus().log_id, log_id);
+
+  FollowRequest behind = from_start;
+  behind.standby = "c";
+  behind.applied = last - 1;
+  Result<FollowChunk> unseeded = follow(b.get(), behind);
+  ASSERT_TRUE(unseeded.ok());
+  EXPECT_TRUE(unseeded->gone);  // the log holds nothing before its open
+
+  std::vector<ReplicatedCommit> gap = {all->commits[0], all->commits[2]};
+  EXPECT_TRUE(b->SeedReplicationLog(log_id, gap).IsInvalidArgument());
+  EXPECT_TRUE(b->SeedReplicationLog(log_id + 1, all->commits).IsInvalidArgument());
+  ASSERT_TRUE(b->SeedReplicationLog(log_id, all->commits).ok());
+  ASSERT_TRUE(Await(b->BeginEpoch(3)).ok());
+  Result<FollowChunk> seeded = follow(b.get(), behind);
+  ASSERT_TRUE(seeded.ok());
+  ASSERT_FALSE(seeded->gone) << seeded->why;
+  ASSERT_FALSE(seeded->commits.empty());
+  EXPECT_EQ(seeded->commits.front().position, last);
+  EXPECT_EQ(seeded->commits.front().data, all->commits.back().data);
+}
+
 }  // namespace
 }  // namespace spool

@@ -607,6 +607,17 @@ class Runtime {
   // standby; InvalidArgument for 0.
   virtual Future<void> BeginEpoch(uint64_t epoch) = 0;
 
+  // A primary just promoted from a standby, before BeginEpoch: the commits
+  // of log `log_id` it applied last (StandbyFollower::TakeRecent), so that
+  // standbys a few commits behind it follow on instead of copying a base.
+  // They must be contiguous and end at the store's position before the
+  // log's first commit; the newest that fit replication.log_bytes are kept.
+  // InvalidArgument (nothing kept) when `log_id` is not this primary's log
+  // or the positions do not fit; FailedPrecondition on a runtime that
+  // serves no standbys.
+  virtual Status SeedReplicationLog(uint64_t log_id,
+                                    std::vector<ReplicatedCommit> commits) = 0;
+
   // A clustered primary's leadership deadline: commits are acknowledged to
   // their callers only before `until`, and enqueues after it are refused
   // with Busy, so that a primary whose lease lapsed (paused, or cut off

@@ -17,8 +17,10 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <spool/options.h>
+#include <spool/replication.h>
 #include <spool/runtime.h>
 #include <spool/status.h>
 
@@ -39,12 +41,21 @@ class StandbyFollower {
   // joins the thread. Bounded: about a second.
   virtual ~StandbyFollower() = default;
 
+  // Stops following as the destructor does; idempotent.
+  virtual void Stop() = 0;
+
   // Whether the last request to the primary succeeded.
   virtual bool connected() const = 0;
   // The last error met, or empty.
   virtual std::string last_error() const = 0;
   // How many base copies were taken.
   virtual uint64_t rebases() const = 0;
+
+  // The commits applied last (at most options.replication_log_bytes of
+  // them, oldest first) and their log in *log_id; empty after a base copy.
+  // For Runtime::SeedReplicationLog when this standby is promoted: call it
+  // once the follower has stopped (it moves them out).
+  virtual std::vector<ReplicatedCommit> TakeRecent(uint64_t* log_id) = 0;
 
  protected:
   StandbyFollower() = default;
