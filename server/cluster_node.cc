@@ -141,7 +141,10 @@ class Node final : public ClusterNode {
     while (!Stopping()) {
       Status s = Clock::now() >= next_renewal ? Renew() : Status::OK();
       if (s.ok() && lease_ != 0 && Clock::now() >= next_renewal) {
-        next_renewal = Clock::now() + ttl_ / 4;
+        // A quarter of the TTL (in milliseconds: a 1 s TTL's quarter in
+        // whole seconds is 0).
+        next_renewal =
+            Clock::now() + std::chrono::milliseconds(ttl_) / 4;
       }
       if (s.ok() && lease_ != 0) s = Step();
       Note(s);
@@ -222,7 +225,10 @@ class Node final : public ClusterNode {
     std::string url = value.is_object() ? value.value("url", std::string()) : "";
     if (name == options_.name) {
       // Our own key from before a restart, under a lease of ours that
-      // lapses by itself; revoked so that the cluster need not wait.
+      // lapses by itself; revoked so that the cluster need not wait. (Under
+      // the lease held now it cannot be: only Elect puts it, and then the
+      // node is the primary.)
+      if (leader.lease == lease_) return Status::OK();
       return etcd_->RevokeLease(leader.lease);
     }
     if (!ValidUrl(url)) {
