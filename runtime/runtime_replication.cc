@@ -141,6 +141,7 @@ Status RuntimeImpl::SeedReplicationLog(uint64_t log_id,
     return Status::FailedPrecondition(
         "SeedReplicationLog: this runtime serves no standbys");
   }
+  if (commits.empty()) return Status::OK();
   if (log_id != replication_log_->log_id()) {
     return Status::InvalidArgument(
         "SeedReplicationLog: the commits are of log " + std::to_string(log_id) +

@@ -614,7 +614,7 @@ class Runtime {
   // log's first commit; the newest that fit replication.log_bytes are kept.
   // InvalidArgument (nothing kept) when `log_id` is not this primary's log
   // or the positions do not fit; FailedPrecondition on a runtime that
-  // serves no standbys.
+  // serves no standbys. No commits: OK, nothing to do.
   virtual Status SeedReplicationLog(uint64_t log_id,
                                     std::vector<ReplicatedCommit> commits) = 0;
 
