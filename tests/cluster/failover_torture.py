@@ -46,6 +46,15 @@ def ready_primary(nodes, other_than=None, timeout=30):
     return wait_for(find, timeout, "a ready primary")
 
 
+def following(primary, name):
+    """Whether `name` follows `primary`, within 100 commits of it."""
+    code, cluster = primary.get("/v1/cluster")
+    if code != 200:
+        return False
+    return any(s["name"] == name and s["connected"] and s["lag_commits"] < 100
+               for s in cluster.get("standbys", []))
+
+
 def missing_on(node, ids):
     """The ids `node` does not hold, asked over one keep-alive connection."""
     missing = []
@@ -108,6 +117,10 @@ def main():
                 victim.start()
             wait_for(lambda: victim.role() == "standby", 60,
                      "%s back as a standby" % victim.name)
+            # ...and caught up (a base copied, if it needed one): each round
+            # starts from a healthy cluster.
+            wait_for(lambda: following(primary, victim.name), 120,
+                     "%s following %s" % (victim.name, primary.name))
             with clients.lock:
                 ids = [i for i in clients.acknowledged if i not in checked]
             missing = missing_on(primary, ids)

@@ -73,9 +73,9 @@ class HttpServer {
   // A cluster node's new role (spool/http/cluster.h): serves `runtime` in
   // place of the one before, or answers 503 for null; `primary` is the URL
   // a standby's 421 answers name (empty on a primary). Ends the event
-  // streams and live listings of the runtime it replaces and waits, up to
-  // options.stop_timeout, for requests in flight. Every runtime it served
-  // must outlive Stop (a closed one answers Closed).
+  // streams and live listings of the runtime it replaces; requests in
+  // flight finish on the runtime they started on, so every runtime it
+  // served must outlive Stop (a closed one answers Closed).
   virtual void SwapRuntime(Runtime* runtime, std::string primary) = 0;
 
   // Stops taking connections and requests; lets requests in flight finish
