@@ -175,7 +175,10 @@ int RunCluster(spool::http::SpooldConfig config,
   spool::http::ClusterRole role;
   // A candidate's runtime: a standby that follows no one.
   s = runtimes.Take(role, node.get());
-  if (!s.ok()) return Fail(s.ToString());
+  if (!s.ok()) {
+    server->Stop();
+    return Fail(s.ToString());
+  }
   node->Applied(role);
   const timespec poll{0, 20 * 1000 * 1000};
   int signal = 0;
@@ -192,8 +195,12 @@ int RunCluster(spool::http::SpooldConfig config,
         ")");
     s = runtimes.Take(next, node.get());
     if (!s.ok()) {
-      // The node stays a candidate of no runtime: a second open may work.
+      // No role can be trusted now: out of the cluster (the node's lease
+      // is revoked, so another is elected at once), the server stopped
+      // before the runtimes it served go.
       spool::http::LogLine("cluster: taking the role failed: " + s.ToString());
+      server->Stop();
+      runtimes.Retire();
       return Fail(s.ToString());
     }
     role = next;
