@@ -166,6 +166,11 @@ class Follower final : public StandbyFollower {
     // The primary is named in the config, never through the environment.
     ApplyCurlDefaults(curl, timeout, ca_file_);
     curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, 2000L);
+    // A link gone silent (a partition drops packets without a reset) is
+    // given up after 5 s without a byte, not after the whole timeout: the
+    // primary answers a follow within its 1 s wait.
+    curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
+    curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, 5L);
     curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, OnBody);
     curl_easy_setopt(curl, CURLOPT_WRITEDATA, &transfer);
     curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, OnHeader);

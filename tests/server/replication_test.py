@@ -8,10 +8,13 @@ real processes on loopback, killed with SIGKILL, driven by curl.
 Every wait is bounded. Shares spoold_test.py's helpers.
 """
 
+import http.client
 import json
 import os
 import shutil
 import signal
+import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -75,6 +78,83 @@ def raw(server, path, method="POST", token=SECRET, timeout=10):
     return int(code), body
 
 
+class Proxy:
+    """A TCP proxy on loopback that the test controls: "pass" forwards,
+    "delay" holds each chunk `delay_s` first, "drop" forwards nothing (the
+    connections stay open, silent), and reset() closes every connection
+    with a TCP reset."""
+
+    def __init__(self, target_port):
+        self.target = ("127.0.0.1", target_port)
+        self.mode, self.delay_s = "pass", 0.0
+        self.sockets, self.lock = [], threading.Lock()
+        self.listener = socket.socket()
+        self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(16)
+        self.port = self.listener.getsockname()[1]
+        self.closed = False
+        threading.Thread(target=self.accept, daemon=True).start()
+
+    def url(self):
+        return "http://127.0.0.1:%d" % self.port
+
+    def accept(self):
+        while not self.closed:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            try:
+                upstream = socket.create_connection(self.target, timeout=5)
+            except OSError:
+                client.close()
+                continue
+            with self.lock:
+                self.sockets += [client, upstream]
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self.pump, args=(a, b), daemon=True).start()
+
+    def pump(self, source, sink):
+        try:
+            while True:
+                data = source.recv(65536)
+                if not data:
+                    break
+                while self.mode == "drop" and not self.closed:
+                    time.sleep(0.01)
+                if self.mode == "delay":
+                    time.sleep(self.delay_s)
+                sink.sendall(data)
+        except OSError:
+            pass
+        for sock in (source, sink):
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        source.close()
+
+    def reset(self):
+        with self.lock:
+            sockets, self.sockets = self.sockets, []
+        for sock in sockets:
+            try:
+                # A linger of 0 makes the close a reset; the shutdown wakes
+                # the pump blocked in recv on it (a close from another
+                # thread would not), which then closes it.
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                                struct.pack("ii", 1, 0))
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def close(self):
+        self.closed = True
+        self.listener.close()
+        self.reset()
+
+
 class ReplicationTest(unittest.TestCase):
     def setUp(self):
         self.dir = tempfile.mkdtemp(prefix="spoold-repl-")
@@ -98,13 +178,13 @@ class ReplicationTest(unittest.TestCase):
         self.nodes.append(node)
         return node
 
-    def standby(self, primary, name="s1"):
+    def standby(self, primary, name="s1", primary_url=None):
         d = os.path.join(self.dir, name)
         os.makedirs(d, exist_ok=True)
         write_token(d)
         node = Node(d, free_port(), free_port(), settings=[
             "replication.role=standby",
-            "replication.primary=" + primary.url(),
+            "replication.primary=" + (primary_url or primary.url()),
             "replication.name=" + name,
             "replication.secret_file=" + write_secret(d)])
         self.nodes.append(node)
@@ -201,6 +281,47 @@ class ReplicationTest(unittest.TestCase):
         self.assertTrue(set(answers) <= {201, 503, 504}, answers)
         code, body = curl(primary, "/readyz")
         self.assertEqual(code, 503, body)
+
+    def test_a_cut_replication_link_loses_nothing_and_resumes(self):
+        primary = self.primary()
+        primary.start(wait_ready=False)
+        proxy = Proxy(primary.port)
+        self.addCleanup(proxy.close)
+        standby = self.standby(primary, primary_url=proxy.url())
+        standby.start()
+        wait_for(lambda: curl(primary, "/readyz")[0] == 200, 30, "a standby")
+        acknowledged, others, stop, threads = self.enqueue_under_load(primary, 0.5)
+        proxy.delay_s, proxy.mode = 0.05, "delay"   # a slow link
+        time.sleep(1.5)
+        proxy.mode = "drop"                          # a silent one
+        time.sleep(2.5)
+        proxy.mode = "pass"
+        for _ in range(3):                           # resets
+            time.sleep(0.4)
+            proxy.reset()
+        time.sleep(1.0)
+        stop.set()
+        for t in threads:
+            t.join(20)
+        self.assertGreater(len(acknowledged), 20, others[:3])
+        # While the link was silent, the primary said so instead of 201.
+        self.assertTrue({code for code, _ in others} <= {503, 504}, others[:5])
+        self.assertTrue(others, "the silent link was never noticed")
+        target = curl(primary, "/v1/cluster")[1]["applied_sequence"]
+        wait_for(lambda: curl(standby, "/v1/cluster")[1]["applied_sequence"] >= target,
+                 30, "the standby to catch up")
+        conn = http.client.HTTPConnection("127.0.0.1", standby.port, timeout=10)
+        self.addCleanup(conn.close)
+        for task_id in acknowledged:
+            conn.request("GET", "/v1/tasks/%d" % task_id,
+                         headers={"Authorization": "Bearer " + spoold_test.TOKEN})
+            response = conn.getresponse()
+            response.read()
+            self.assertEqual(response.status, 200, task_id)
+        # The log held everything: the stream resumed, with no new base.
+        with open(os.path.join(standby.directory, "spoold.log"), "rb") as f:
+            log = f.read().decode("utf-8", "replace")
+        self.assertEqual(log.count("copying a base"), 1, log[-2000:])
 
     def test_the_routes_need_the_replication_secret(self):
         primary = self.primary()
