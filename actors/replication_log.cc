@@ -109,10 +109,10 @@ Status ReplicationLog::Seed(std::vector<ReplicatedCommit> commits) {
     }
   }
   if (commits.back().position + 1 != oldest) {
-    return Status::InvalidArgument(
-        "seed: the commits end at position " +
-        std::to_string(commits.back().position) + ", and the log starts at " +
-        std::to_string(oldest));
+    return Status::InvalidArgument("seed: the commits end at position " +
+                                   std::to_string(commits.back().position) +
+                                   ", and the log starts at " +
+                                   std::to_string(oldest));
   }
   // Newest first, until the bound: the log's own entries stay whole.
   for (auto it = commits.rbegin(); it != commits.rend(); ++it) {
@@ -155,9 +155,8 @@ std::string ReplicationLog::Diverged(const FollowRequest& request) const {
            " is older than every epoch this primary keeps";
   }
   if (request.applied < next->first_position) return "";
-  return "the standby holds commits of epoch " +
-         std::to_string(request.epoch) + " up to position " +
-         std::to_string(request.applied) + ", but epoch " +
+  return "the standby holds commits of epoch " + std::to_string(request.epoch) +
+         " up to position " + std::to_string(request.applied) + ", but epoch " +
          std::to_string(next->epoch) + " began at position " +
          std::to_string(next->first_position) +
          ": they were never acknowledged, and were replaced";
@@ -226,8 +225,8 @@ void ReplicationLog::Follow(FollowRequest request,
   {
     std::lock_guard<std::mutex> lock(mutex_);
     Clock::time_point now = Clock::now();
-    bool follows = request.epoch <= epoch() && CannotFollow(request).empty() &&
-                   !closing_;
+    bool follows =
+        request.epoch <= epoch() && CannotFollow(request).empty() && !closing_;
     if (follows) {
       Standby& standby = standbys_[request.standby];
       standby.applied = request.applied;

@@ -118,9 +118,7 @@ class ReplicationLog {
   // the start of the next epoch: why the standby's are not, or empty.
   // REQUIRES: mutex_ held.
   std::string Diverged(const FollowRequest& request) const;
-  uint64_t epoch() const {
-    return epochs_.empty() ? 0 : epochs_.back().epoch;
-  }
+  uint64_t epoch() const { return epochs_.empty() ? 0 : epochs_.back().epoch; }
   // Fills `chunk` for `request`. REQUIRES: mutex_ held.
   FollowChunk Answer(const FollowRequest& request) const;
   // Whether `request` can be answered now. REQUIRES: mutex_ held.

@@ -514,8 +514,6 @@ struct WriterState {
         });
   }
 
-  // ---- Control commands ----
-
   // ---- Cluster epochs ----
 
   // Stages "epoch `epoch` starts with this commit" (storage/keys.h,
@@ -544,15 +542,16 @@ struct WriterState {
     }
     epochs.push_back({epoch, store.committed_batches() + 1});
     if (epochs.size() > storage::kMaxEpochsKept) {
-      epochs.erase(epochs.begin(),
-                   epochs.end() - static_cast<std::ptrdiff_t>(
-                                      storage::kMaxEpochsKept));
+      epochs.erase(epochs.begin(), epochs.end() - static_cast<std::ptrdiff_t>(
+                                                      storage::kMaxEpochsKept));
     }
     txn().PutMeta(std::string(storage::kClusterEpochsKey),
                   storage::EncodeEpochs(epochs));
     batch.local_done.push_back(std::move(done));
     return true;
   }
+
+  // ---- Control commands ----
 
   void Control(ControlCommand& command) {
     Result<ControlResult> result = ApplyControl(command);

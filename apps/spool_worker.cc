@@ -60,7 +60,8 @@ void Say(const std::string& text) {
 
 int Usage(const std::string& why) {
   std::cerr << "spool-worker: " + why +
-                   "\nusage: spool-worker --connect HOST:PORT[,HOST:PORT...] --secret-file F "
+                   "\nusage: spool-worker --connect HOST:PORT[,HOST:PORT...] "
+                   "--secret-file F "
                    "[--types noop,sleep,http.post] [--concurrency N] "
                    "[--node NAME] [--config FILE] [--log FILE] "
                    "[--reconnect-max-ms M] [--close-timeout-ms M] "

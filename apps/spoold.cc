@@ -86,8 +86,8 @@ class ClusterRuntimes {
       spool::Options options = config_.runtime;
       options.replication_primary = role.primary_url;
       options.replication_name = config_.cluster.name;
-      spool::Status s = spool::http::StandbyFollower::Start(current_, options,
-                                                            &follower_);
+      spool::Status s =
+          spool::http::StandbyFollower::Start(current_, options, &follower_);
       if (!s.ok()) return s;
       server_->SwapRuntime(current_, role.primary_url);
     }

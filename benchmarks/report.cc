@@ -268,8 +268,7 @@ std::vector<std::string> MethodNotes(const RunReport& r) {
           "drain runs). *_over_off are medians over off's; "
           "deleted_by_drain_end is what retention had deleted when Drain "
           "resolved.",
-      "backup: a store of " +
-          WithCommas(p.quick ? 100'000 : 1'000'000) +
+      "backup: a store of " + WithCommas(p.quick ? 100'000 : 1'000'000) +
           " succeeded tasks written through the store, then 64 callers "
           "enqueue (sync) all along; each round runs Runtime::BackupTo into a "
           "fresh directory (a full backup) and compares the enqueues "

@@ -1145,9 +1145,8 @@ Status BackupScenario(const Plan& plan, const Options& base, Reporter* out) {
                        SteadyClock::time_point to) {
     size_t n = 0;
     for (const auto& times : done) {
-      n += std::count_if(times.begin(), times.end(), [&](auto t) {
-        return t >= from && t < to;
-      });
+      n += std::count_if(times.begin(), times.end(),
+                         [&](auto t) { return t >= from && t < to; });
     }
     return static_cast<double>(n);
   };

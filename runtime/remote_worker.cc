@@ -88,8 +88,7 @@ Status ParseGateways(const std::string& connect, GatewayList* gateways) {
     std::string one = connect.substr(
         start, comma == std::string::npos ? std::string::npos : comma - start);
     size_t colon = one.rfind(':');
-    std::string port =
-        colon == std::string::npos ? "" : one.substr(colon + 1);
+    std::string port = colon == std::string::npos ? "" : one.substr(colon + 1);
     if (colon == std::string::npos || colon == 0 || port.empty() ||
         port.size() > 5 ||
         port.find_first_not_of("0123456789") != std::string::npos ||

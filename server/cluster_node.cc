@@ -13,18 +13,17 @@
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <thread>
 #include <tuple>
 #include <utility>
 
-#include <nlohmann/json.hpp>
-
 #include <spool/http/cluster.h>
+#include <spool/http/log_line.h>
 
 #include "server/etcd_client.h"
-#include <spool/http/log_line.h>
 
 namespace spool::http {
 namespace {
@@ -143,8 +142,7 @@ class Node final : public ClusterNode {
       if (s.ok() && lease_ != 0 && Clock::now() >= next_renewal) {
         // A quarter of the TTL (in milliseconds: a 1 s TTL's quarter in
         // whole seconds is 0).
-        next_renewal =
-            Clock::now() + std::chrono::milliseconds(ttl_) / 4;
+        next_renewal = Clock::now() + std::chrono::milliseconds(ttl_) / 4;
       }
       if (s.ok() && lease_ != 0) s = Step();
       Note(s);
@@ -222,7 +220,8 @@ class Node final : public ClusterNode {
     json value = json::parse(leader.value, nullptr, false);
     std::string name =
         value.is_object() ? value.value("name", std::string()) : "";
-    std::string url = value.is_object() ? value.value("url", std::string()) : "";
+    std::string url =
+        value.is_object() ? value.value("url", std::string()) : "";
     if (name == options_.name) {
       // Our own key from before a restart, under a lease of ours that
       // lapses by itself; revoked so that the cluster need not wait. (Under
@@ -232,8 +231,9 @@ class Node final : public ClusterNode {
       return etcd_->RevokeLease(leader.lease);
     }
     if (!ValidUrl(url)) {
-      return Status::Corruption("the leader key " + leader_key_ +
-                                " names no URL: " + leader.value.substr(0, 200));
+      return Status::Corruption(
+          "the leader key " + leader_key_ +
+          " names no URL: " + leader.value.substr(0, 200));
     }
     uint64_t epoch = static_cast<uint64_t>(leader.create_revision);
     if (Status s = Publish("standby", epoch, 0); !s.ok()) return s;
@@ -250,8 +250,7 @@ class Node final : public ClusterNode {
   // of candidates has published and this node is the most advanced.
   Status Elect() {
     ReplicationStatus status = status_();
-    if (Status s = Publish("candidate", status.epoch, status.position);
-        !s.ok())
+    if (Status s = Publish("candidate", status.epoch, status.position); !s.ok())
       return s;
     std::vector<EtcdKeyValue> kvs;
     if (Status s = etcd_->List(options_.prefix + "/members/", &kvs); !s.ok())
@@ -285,7 +284,8 @@ class Node final : public ClusterNode {
     }
     json value = {{"name", options_.name}, {"url", options_.advertise}};
     EtcdCampaign campaign;
-    if (Status s = etcd_->Campaign(leader_key_, value.dump(), lease_, &campaign);
+    if (Status s =
+            etcd_->Campaign(leader_key_, value.dump(), lease_, &campaign);
         !s.ok())
       return s;
     if (!campaign.won) return Follow(campaign.holder);
@@ -304,8 +304,10 @@ class Node final : public ClusterNode {
 
   // Puts this node's member key when its content changed.
   Status Publish(const std::string& state, uint64_t epoch, uint64_t position) {
-    json value = {{"name", options_.name}, {"url", options_.advertise},
-                  {"state", state},        {"epoch", epoch},
+    json value = {{"name", options_.name},
+                  {"url", options_.advertise},
+                  {"state", state},
+                  {"epoch", epoch},
                   {"position", position}};
     std::string text = value.dump();
     if (text == published_) return Status::OK();
@@ -359,11 +361,11 @@ class Node final : public ClusterNode {
   std::atomic<Clock::rep> deadline_{0};
   mutable std::mutex mutex_;
   std::condition_variable wake_;
-  ClusterRole role_;          // GUARDED_BY(mutex_)
+  ClusterRole role_;  // GUARDED_BY(mutex_)
   // The role spoold last took; none before its runtime is open.
   std::optional<ClusterRole> applied_;  // GUARDED_BY(mutex_)
-  std::string last_error_;    // GUARDED_BY(mutex_)
-  bool stop_ = false;         // GUARDED_BY(mutex_)
+  std::string last_error_;              // GUARDED_BY(mutex_)
+  bool stop_ = false;                   // GUARDED_BY(mutex_)
   std::thread thread_;
 };
 
@@ -423,9 +425,10 @@ Status ClusterOptions::Validate() const {
   }
   if (prefix.size() < 2 || prefix[0] != '/' || prefix.back() == '/' ||
       prefix.size() > 200) {
-    return Bad("prefix", "expected \"/NAME[/NAME...]\" without a trailing "
-                         "slash, got \"" +
-                             prefix.substr(0, 200) + "\"");
+    return Bad("prefix",
+               "expected \"/NAME[/NAME...]\" without a trailing "
+               "slash, got \"" +
+                   prefix.substr(0, 200) + "\"");
   }
   return Status::OK();
 }

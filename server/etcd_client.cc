@@ -316,8 +316,10 @@ Status EtcdClient::List(const std::string& prefix,
   while (!end.empty() && static_cast<unsigned char>(end.back()) == 0xff) {
     end.pop_back();
   }
-  if (end.empty()) end.assign(1, '\0');  // every key from the prefix on
-  else end.back() = static_cast<char>(end.back() + 1);
+  if (end.empty())
+    end.assign(1, '\0');  // every key from the prefix on
+  else
+    end.back() = static_cast<char>(end.back() + 1);
   json answer;
   Status s = impl_->Post("/v3/kv/range",
                          {{"key", EncodeBase64(prefix)},

@@ -1022,10 +1022,10 @@ void Connection::Dispatch(Request req) {
   }
   if (seg.size() == 2 && seg[0] == "v1" && seg[1] == "cluster") {
     if (!get) return method_not_allowed("GET");
-    return Write(Json(bhttp::status::ok,
-                      ClusterJson(runtime->GetReplicationStatus(),
-                                  server_->primary()),
-                      version));
+    return Write(
+        Json(bhttp::status::ok,
+             ClusterJson(runtime->GetReplicationStatus(), server_->primary()),
+             version));
   }
   if (seg.size() == 1 && seg[0] == "metrics") {
     if (!get) return method_not_allowed("GET");
@@ -1231,8 +1231,8 @@ void Connection::Replication(Runtime* runtime, const Request& req,
             return self->Respond(
                 Json(bhttp::status::conflict,
                      "{\"error\":{\"code\":\"stale_primary\",\"message\":" +
-                         JsonString(chunk->why) + "},\"epoch\":" +
-                         std::to_string(chunk->epoch) + "}",
+                         JsonString(chunk->why) +
+                         "},\"epoch\":" + std::to_string(chunk->epoch) + "}",
                      version));
           }
           Response res(bhttp::status::ok, version);

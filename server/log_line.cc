@@ -1,9 +1,9 @@
-#include <spool/http/log_line.h>
-
 #include <chrono>
 #include <cstdio>
 #include <ctime>
 #include <unistd.h>
+
+#include <spool/http/log_line.h>
 
 namespace spool::http {
 

@@ -126,7 +126,8 @@ std::string FollowQuery(const FollowRequest& request) {
   return "standby=" + request.standby +
          "&log_id=" + std::to_string(request.log_id) +
          "&applied=" + std::to_string(request.applied) +
-         "&epoch=" + std::to_string(request.epoch) + "&max_bytes=" + std::to_string(request.max_bytes) + "&wait_ms=" +
+         "&epoch=" + std::to_string(request.epoch) +
+         "&max_bytes=" + std::to_string(request.max_bytes) + "&wait_ms=" +
          std::to_string(
              std::chrono::duration_cast<std::chrono::milliseconds>(request.wait)
                  .count());

@@ -481,8 +481,8 @@ Status ParseSpooldConfig(std::string_view toml_text, std::string_view source,
   if (Status s = ParseTomlText(app.toml_text, source, &root); !s.ok()) return s;
   const std::vector<std::string>& own_overrides = app.overrides;
 
-  if (Status s = ApplySection(root, "server", ServerKeys(), &candidate.server,
-                              source);
+  if (Status s =
+          ApplySection(root, "server", ServerKeys(), &candidate.server, source);
       !s.ok())
     return s;
   if (Status s = ApplySection(root, "cluster", ClusterKeys(),

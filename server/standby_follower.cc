@@ -5,8 +5,8 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
-#include <deque>
 #include <curl/curl.h>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -18,12 +18,12 @@
 #include <unistd.h>
 #include <vector>
 
+#include <spool/http/log_line.h>
 #include <spool/http/standby.h>
 
 #include "server/bearer_token.h"
 #include "server/curl_defaults.h"
 #include "server/replication_wire.h"
-#include <spool/http/log_line.h>
 
 namespace spool::http {
 namespace {
@@ -370,7 +370,7 @@ class Follower final : public StandbyFollower {
   bool force_base_ = false;
   mutable std::mutex mutex_;
   std::condition_variable wake_;
-  std::string last_error_;  // GUARDED_BY(mutex_)
+  std::string last_error_;               // GUARDED_BY(mutex_)
   std::deque<ReplicatedCommit> recent_;  // GUARDED_BY(mutex_)
   uint64_t recent_bytes_ = 0;            // GUARDED_BY(mutex_)
   uint64_t recent_log_ = 0;              // GUARDED_BY(mutex_)

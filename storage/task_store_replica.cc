@@ -129,15 +129,14 @@ Status TaskStore::ReadEpochs(std::vector<EpochStart>* epochs) const {
   std::shared_lock<std::shared_mutex> lock(db_mutex_);
   if (!db_) return StoreClosed(options_.path);
   std::string value;
-  rocksdb::Status rs = db_->Get(rocksdb::ReadOptions(),
-                                Handle(ColumnFamily::kMeta),
-                                kClusterEpochsKey, &value);
+  rocksdb::Status rs =
+      db_->Get(rocksdb::ReadOptions(), Handle(ColumnFamily::kMeta),
+               kClusterEpochsKey, &value);
   if (rs.IsNotFound()) return Status::OK();
   if (!rs.ok()) return FromRocks(rs, "reading the cluster epochs");
   if (!DecodeEpochs(value, epochs)) {
     return Status::Corruption("storage directory " + options_.path + ": meta " +
-                              std::string(kClusterEpochsKey) +
-                              " is malformed");
+                              std::string(kClusterEpochsKey) + " is malformed");
   }
   return Status::OK();
 }

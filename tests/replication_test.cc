@@ -101,6 +101,15 @@ class Follower {
   std::thread thread_;
 };
 
+// One follow request of `primary`'s log, answered.
+Result<FollowChunk> Follow(Runtime* primary, const FollowRequest& request) {
+  Promise<FollowChunk> answered;
+  primary->FollowLog(request, [answered](Result<FollowChunk> r) {
+    answered.Set(std::move(r));
+  });
+  return Await(answered.GetFuture());
+}
+
 class ReplicationTest : public ::testing::Test {
  protected:
   // A primary with a handler for "work", not started: the tasks stay
@@ -253,34 +262,29 @@ TEST_F(ReplicationTest, RefusesBadRequestsAndCommits) {
   options.serve_standbys = true;
   std::unique_ptr<Runtime> primary = OpenPrimary(options);
   ASSERT_NE(primary, nullptr);
-  auto follow = [&](FollowRequest request) {
-    Promise<FollowChunk> answered;
-    primary->FollowLog(request, [answered](Result<FollowChunk> r) {
-      answered.Set(std::move(r));
-    });
-    return Await(answered.GetFuture());
-  };
   FollowRequest bad;
   bad.standby = "no spaces";
-  EXPECT_THAT(follow(bad).status().message(), HasSubstr("standby name"));
+  EXPECT_THAT(Follow(primary.get(), bad).status().message(),
+              HasSubstr("standby name"));
   bad.standby = "s1";
   bad.max_bytes = 10;
-  EXPECT_THAT(follow(bad).status().message(), HasSubstr("max_bytes"));
+  EXPECT_THAT(Follow(primary.get(), bad).status().message(),
+              HasSubstr("max_bytes"));
   bad.max_bytes = 1 << 20;
   bad.wait = 61s;
-  EXPECT_THAT(follow(bad).status().message(), HasSubstr("wait"));
+  EXPECT_THAT(Follow(primary.get(), bad).status().message(), HasSubstr("wait"));
 
   // A standby of another log, or ahead of the primary, is told to re-base.
   FollowRequest stranger;
   stranger.standby = "s1";
   stranger.log_id = 12345;
-  Result<FollowChunk> chunk = follow(stranger);
+  Result<FollowChunk> chunk = Follow(primary.get(), stranger);
   ASSERT_TRUE(chunk.ok());
   EXPECT_TRUE(chunk->gone);
   EXPECT_THAT(chunk->why, HasSubstr("follows log 12345"));
   stranger.log_id = chunk->log_id;
   stranger.applied = 1'000'000;
-  chunk = follow(stranger);
+  chunk = Follow(primary.get(), stranger);
   ASSERT_TRUE(chunk.ok());
   EXPECT_TRUE(chunk->gone);
   EXPECT_THAT(chunk->why, HasSubstr("beyond this primary's"));
@@ -292,7 +296,7 @@ TEST_F(ReplicationTest, RefusesBadRequestsAndCommits) {
   from_start.standby = "s1";
   from_start.log_id = chunk->log_id;
   from_start.applied = primary->GetReplicationStatus().position - 1;
-  chunk = follow(from_start);
+  chunk = Follow(primary.get(), from_start);
   ASSERT_TRUE(chunk.ok());
   ASSERT_FALSE(chunk->gone) << chunk->why;
   ASSERT_EQ(chunk->commits.size(), 1u);
@@ -379,18 +383,11 @@ TEST_F(ReplicationTest, EpochsFenceADeposedPrimaryAndADivergedStandby) {
   uint64_t b_position = b->GetReplicationStatus().position;
   uint64_t log_id = a->GetReplicationStatus().log_id;
 
-  auto follow = [](Runtime* primary, FollowRequest request) {
-    Promise<FollowChunk> answered;
-    primary->FollowLog(request, [answered](Result<FollowChunk> r) {
-      answered.Set(std::move(r));
-    });
-    return Await(answered.GetFuture());
-  };
   FollowRequest newer;
   newer.standby = "s2";
   newer.log_id = log_id;
   newer.epoch = 6;
-  Result<FollowChunk> chunk = follow(a.get(), newer);
+  Result<FollowChunk> chunk = Follow(a.get(), newer);
   ASSERT_TRUE(chunk.ok());
   EXPECT_TRUE(chunk->stale_primary);
   EXPECT_THAT(chunk->why, HasSubstr("deposed"));
@@ -427,7 +424,7 @@ TEST_F(ReplicationTest, EpochsFenceADeposedPrimaryAndADivergedStandby) {
   old_primary.log_id = log_id;
   old_primary.epoch = 5;
   old_primary.applied = a_position;
-  chunk = follow(b.get(), old_primary);
+  chunk = Follow(b.get(), old_primary);
   ASSERT_TRUE(chunk.ok());
   EXPECT_TRUE(chunk->gone);
   EXPECT_THAT(chunk->why, HasSubstr("never acknowledged"));
@@ -435,7 +432,7 @@ TEST_F(ReplicationTest, EpochsFenceADeposedPrimaryAndADivergedStandby) {
   FollowRequest caught_up = old_primary;
   caught_up.standby = "c";
   caught_up.applied = b_position;
-  chunk = follow(b.get(), caught_up);
+  chunk = Follow(b.get(), caught_up);
   ASSERT_TRUE(chunk.ok());
   EXPECT_FALSE(chunk->gone) << chunk->why;
   ASSERT_FALSE(chunk->commits.empty());
@@ -445,7 +442,8 @@ TEST_F(ReplicationTest, EpochsFenceADeposedPrimaryAndADivergedStandby) {
 // A standby promoted with the commits it applied last (what spoold's
 // StandbyFollower kept) serves a standby one commit behind it, which
 // would otherwise have to copy a whole base.
-TEST_F(ReplicationTest, APromotedStandbySeededWithItsLastCommitsServesThoseBehind) {
+TEST_F(ReplicationTest,
+       APromotedStandbySeededWithItsLastCommitsServesThoseBehind) {
   Options options = PrimaryOptions();
   options.durability = Durability::kSync;
   options.serve_standbys = true;
@@ -454,17 +452,10 @@ TEST_F(ReplicationTest, APromotedStandbySeededWithItsLastCommitsServesThoseBehin
   for (int i = 0; i < 3; ++i) {
     ASSERT_TRUE(Await(a->Enqueue("work", "t" + std::to_string(i)).stored).ok());
   }
-  auto follow = [](Runtime* primary, FollowRequest request) {
-    Promise<FollowChunk> answered;
-    primary->FollowLog(request, [answered](Result<FollowChunk> r) {
-      answered.Set(std::move(r));
-    });
-    return Await(answered.GetFuture());
-  };
   FollowRequest from_start;
   from_start.standby = "b";
   from_start.log_id = a->GetReplicationStatus().log_id;
-  Result<FollowChunk> all = follow(a.get(), from_start);
+  Result<FollowChunk> all = Follow(a.get(), from_start);
   ASSERT_TRUE(all.ok());
   ASSERT_FALSE(all->gone) << all->why;
   ASSERT_GE(all->commits.size(), 3u);
@@ -486,16 +477,17 @@ TEST_F(ReplicationTest, APromotedStandbySeededWithItsLastCommitsServesThoseBehin
   FollowRequest behind = from_start;
   behind.standby = "c";
   behind.applied = last - 1;
-  Result<FollowChunk> unseeded = follow(b.get(), behind);
+  Result<FollowChunk> unseeded = Follow(b.get(), behind);
   ASSERT_TRUE(unseeded.ok());
   EXPECT_TRUE(unseeded->gone);  // the log holds nothing before its open
 
   std::vector<ReplicatedCommit> gap = {all->commits[0], all->commits[2]};
   EXPECT_TRUE(b->SeedReplicationLog(log_id, gap).IsInvalidArgument());
-  EXPECT_TRUE(b->SeedReplicationLog(log_id + 1, all->commits).IsInvalidArgument());
+  EXPECT_TRUE(
+      b->SeedReplicationLog(log_id + 1, all->commits).IsInvalidArgument());
   ASSERT_TRUE(b->SeedReplicationLog(log_id, all->commits).ok());
   ASSERT_TRUE(Await(b->BeginEpoch(3)).ok());
-  Result<FollowChunk> seeded = follow(b.get(), behind);
+  Result<FollowChunk> seeded = Follow(b.get(), behind);
   ASSERT_TRUE(seeded.ok());
   ASSERT_FALSE(seeded->gone) << seeded->why;
   ASSERT_FALSE(seeded->commits.empty());
