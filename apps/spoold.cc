@@ -87,7 +87,8 @@ class ClusterRuntimes {
       options.replication_primary = role.primary_url;
       options.replication_name = config_.cluster.name;
       spool::Status s =
-          spool::http::StandbyFollower::Start(current_, options, &follower_);
+          spool::http::StandbyFollower::Start(current_, options, &follower_,
+                                              /*keep_recent=*/true);
       if (!s.ok()) return s;
       server_->SwapRuntime(current_, role.primary_url);
     }

@@ -100,14 +100,14 @@ bool ValidName(const std::string& name) {
 class Follower final : public StandbyFollower {
  public:
   Follower(Runtime* runtime, const Options& options, std::string secret,
-           std::string name)
+           std::string name, bool keep_recent)
       : runtime_(runtime),
         primary_(options.replication_primary),
         ca_file_(options.replication_ca_file),
         download_dir_(options.path + ".download"),
         auth_("Authorization: Bearer " + secret),
         name_(std::move(name)),
-        recent_limit_(options.replication_log_bytes) {
+        recent_limit_(keep_recent ? options.replication_log_bytes : 0) {
     while (!primary_.empty() && primary_.back() == '/') primary_.pop_back();
     thread_ = std::thread([this] { Run(); });
   }
@@ -255,14 +255,15 @@ class Follower final : public StandbyFollower {
     if (Status s = DecodeCommits(reply.body, &commits); !s.ok()) return s;
     if (commits.empty()) return Status::OK();
     uint64_t log_id = std::strtoull(reply.log_id.c_str(), nullptr, 10);
-    std::vector<ReplicatedCommit> kept = commits;
+    std::vector<ReplicatedCommit> kept;
+    if (recent_limit_ > 0) kept = commits;
     Result<uint64_t> applied =
         runtime_->ApplyReplicated(log_id, std::move(commits)).Wait();
     if (applied.status().IsInvalidArgument() ||
         applied.status().IsCorruption()) {
       force_base_ = true;
     }
-    if (applied.ok()) Remember(log_id, std::move(kept));
+    if (applied.ok() && recent_limit_ > 0) Remember(log_id, std::move(kept));
     return applied.status();
   }
 
@@ -383,7 +384,8 @@ class Follower final : public StandbyFollower {
 }  // namespace
 
 Status StandbyFollower::Start(Runtime* runtime, const Options& options,
-                              std::unique_ptr<StandbyFollower>* follower) {
+                              std::unique_ptr<StandbyFollower>* follower,
+                              bool keep_recent) {
   const std::string& primary = options.replication_primary;
   if (primary.rfind("http://", 0) != 0 && primary.rfind("https://", 0) != 0) {
     return Status::InvalidArgument(
@@ -409,7 +411,7 @@ Status StandbyFollower::Start(Runtime* runtime, const Options& options,
     return s.WithContext("replication.secret_file");
   }
   *follower = std::make_unique<Follower>(runtime, options, std::move(secret),
-                                         std::move(name));
+                                         std::move(name), keep_recent);
   return Status::OK();
 }
 

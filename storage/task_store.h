@@ -578,6 +578,11 @@ class TaskStore {
   uint64_t last_commit_wal_nanos_ = 0;
   std::string last_commit_data_;
   std::atomic<uint64_t> side_writes_{0};
+  // A meta value of replication's (the log id, the epochs), or nothing
+  // when absent.
+  Status ReadReplicationMeta(std::string_view key,
+                             std::optional<std::string>* value) const;
+  Status MalformedMeta(std::string_view key) const;
   // The committed states of tasks the writer is likely to change next.
   // Emptied after any failure.
   StateCache states_;

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <mutex>
+#include <optional>
 #include <shared_mutex>
 #include <string>
 #include <system_error>
@@ -91,23 +92,12 @@ Status TaskStore::ApplyReplicated(const std::vector<ReplicatedCommit>& commits,
 }
 
 Status TaskStore::FollowedLog(uint64_t* log_id) const {
-  std::shared_lock<std::shared_mutex> lock(db_mutex_);
-  if (!db_) return StoreClosed(options_.path);
-  std::string value;
-  rocksdb::Status rs =
-      db_->Get(rocksdb::ReadOptions(), Handle(ColumnFamily::kMeta),
-               kReplicationLogIdKey, &value);
-  if (rs.IsNotFound()) {
-    *log_id = 0;
-    return Status::OK();
-  }
-  if (!rs.ok()) return FromRocks(rs, "reading the replication log id");
-  if (value.size() != 8) {
-    return Status::Corruption("storage directory " + options_.path + ": meta " +
-                              std::string(kReplicationLogIdKey) +
-                              " is malformed");
-  }
-  *log_id = GetBigEndian64(value.data());
+  *log_id = 0;
+  std::optional<std::string> value;
+  Status s = ReadReplicationMeta(kReplicationLogIdKey, &value);
+  if (!s.ok() || !value) return s;
+  if (value->size() != 8) return MalformedMeta(kReplicationLogIdKey);
+  *log_id = GetBigEndian64(value->data());
   return Status::OK();
 }
 
@@ -126,19 +116,30 @@ Status TaskStore::MarkFollowing(uint64_t log_id) {
 
 Status TaskStore::ReadEpochs(std::vector<EpochStart>* epochs) const {
   epochs->clear();
+  std::optional<std::string> value;
+  Status s = ReadReplicationMeta(kClusterEpochsKey, &value);
+  if (!s.ok() || !value) return s;
+  if (!DecodeEpochs(*value, epochs)) return MalformedMeta(kClusterEpochsKey);
+  return Status::OK();
+}
+
+Status TaskStore::ReadReplicationMeta(std::string_view key,
+                                      std::optional<std::string>* value) const {
+  value->reset();
   std::shared_lock<std::shared_mutex> lock(db_mutex_);
   if (!db_) return StoreClosed(options_.path);
-  std::string value;
-  rocksdb::Status rs =
-      db_->Get(rocksdb::ReadOptions(), Handle(ColumnFamily::kMeta),
-               kClusterEpochsKey, &value);
+  std::string found;
+  rocksdb::Status rs = db_->Get(rocksdb::ReadOptions(),
+                                Handle(ColumnFamily::kMeta), key, &found);
   if (rs.IsNotFound()) return Status::OK();
-  if (!rs.ok()) return FromRocks(rs, "reading the cluster epochs");
-  if (!DecodeEpochs(value, epochs)) {
-    return Status::Corruption("storage directory " + options_.path + ": meta " +
-                              std::string(kClusterEpochsKey) + " is malformed");
-  }
+  if (!rs.ok()) return FromRocks(rs, "reading meta " + std::string(key));
+  *value = std::move(found);
   return Status::OK();
+}
+
+Status TaskStore::MalformedMeta(std::string_view key) const {
+  return Status::Corruption("storage directory " + options_.path + ": meta " +
+                            std::string(key) + " is malformed");
 }
 
 Status TaskStore::ReplaceWith(const std::string& restored_dir) {

@@ -130,6 +130,13 @@ class ReplicationTest : public ::testing::Test {
     options.close_timeout = 10s;
     return options;
   }
+  // A primary whose standbys copy asynchronously: enqueues wait for none.
+  Options AsyncPrimaryOptions() {
+    Options options = PrimaryOptions();
+    options.durability = Durability::kSync;
+    options.serve_standbys = true;
+    return options;
+  }
   Options StandbyOptions() {
     Options options;
     options.path = dir_.Sub("standby");
@@ -257,9 +264,7 @@ TEST_F(ReplicationTest, RolesRefuseWhatIsNotTheirs) {
 
 // Bad requests and commits that do not follow are refused, naming why.
 TEST_F(ReplicationTest, RefusesBadRequestsAndCommits) {
-  Options options = PrimaryOptions();
-  options.durability = Durability::kSync;
-  options.serve_standbys = true;
+  Options options = AsyncPrimaryOptions();
   std::unique_ptr<Runtime> primary = OpenPrimary(options);
   ASSERT_NE(primary, nullptr);
   FollowRequest bad;
@@ -315,9 +320,7 @@ TEST_F(ReplicationTest, RefusesBadRequestsAndCommits) {
 // A standby further behind than the log keeps is told so, copies a base,
 // and follows from there: it ends with every task.
 TEST_F(ReplicationTest, StandbyTooFarBehindCopiesANewBase) {
-  Options options = PrimaryOptions();
-  options.durability = Durability::kSync;
-  options.serve_standbys = true;
+  Options options = AsyncPrimaryOptions();
   options.replication_log_bytes = 1 << 20;
   std::unique_ptr<Runtime> primary = OpenPrimary(options);
   ASSERT_NE(primary, nullptr);
@@ -355,9 +358,7 @@ TEST_F(ReplicationTest, StandbyTooFarBehindCopiesANewBase) {
 // lies past the new epoch's start is told to copy a base; and a primary
 // past its lease acknowledges nothing.
 TEST_F(ReplicationTest, EpochsFenceADeposedPrimaryAndADivergedStandby) {
-  Options options = PrimaryOptions();
-  options.durability = Durability::kSync;
-  options.serve_standbys = true;
+  Options options = AsyncPrimaryOptions();
   std::unique_ptr<Runtime> a = OpenPrimary(options);
   ASSERT_NE(a, nullptr);
   EXPECT_TRUE(Await(a->BeginEpoch(0)).status().IsInvalidArgument());
@@ -407,10 +408,8 @@ TEST_F(ReplicationTest, EpochsFenceADeposedPrimaryAndADivergedStandby) {
   // B is promoted with epoch 9: same log, a new epoch from b_position + 1.
   ASSERT_TRUE(Await(b->Close()).ok());
   b.reset();
-  Options promoted = PrimaryOptions();
+  Options promoted = AsyncPrimaryOptions();
   promoted.path = dir_.Sub("standby");
-  promoted.durability = Durability::kSync;
-  promoted.serve_standbys = true;
   b = OpenPrimary(promoted);
   ASSERT_NE(b, nullptr);
   ASSERT_TRUE(Await(b->BeginEpoch(9)).ok());
@@ -444,9 +443,7 @@ TEST_F(ReplicationTest, EpochsFenceADeposedPrimaryAndADivergedStandby) {
 // would otherwise have to copy a whole base.
 TEST_F(ReplicationTest,
        APromotedStandbySeededWithItsLastCommitsServesThoseBehind) {
-  Options options = PrimaryOptions();
-  options.durability = Durability::kSync;
-  options.serve_standbys = true;
+  Options options = AsyncPrimaryOptions();
   std::unique_ptr<Runtime> a = OpenPrimary(options);
   ASSERT_NE(a, nullptr);
   for (int i = 0; i < 3; ++i) {

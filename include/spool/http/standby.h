@@ -34,8 +34,12 @@ class StandbyFollower {
   // follower. InvalidArgument for a missing or malformed primary URL or
   // name, or a bad secret file.
   // REQUIRES: follower != nullptr.
+  // `keep_recent`: keep the commits applied last for TakeRecent (a
+  // cluster node that may be promoted); a copy of each chunk and up to
+  // options.replication_log_bytes of memory, so off otherwise.
   static Status Start(Runtime* runtime, const Options& options,
-                      std::unique_ptr<StandbyFollower>* follower);
+                      std::unique_ptr<StandbyFollower>* follower,
+                      bool keep_recent = false);
 
   // Stops following: ends the request in flight (a base copy too) and
   // joins the thread. Bounded: about a second.
@@ -52,7 +56,8 @@ class StandbyFollower {
   virtual uint64_t rebases() const = 0;
 
   // The commits applied last (at most options.replication_log_bytes of
-  // them, oldest first) and their log in *log_id; empty after a base copy.
+  // them, oldest first) and their log in *log_id; empty after a base copy,
+  // and always without keep_recent.
   // For Runtime::SeedReplicationLog when this standby is promoted: call it
   // once the follower has stopped (it moves them out).
   virtual std::vector<ReplicatedCommit> TakeRecent(uint64_t* log_id) = 0;
