@@ -661,10 +661,12 @@ class RemoteWorkers {
 // Reads the child's lines until `deadline`, then kills it.
 // `workers`, in the remote mode, has its logs read meanwhile. With
 // `from_first_start`, `run_for` counts from the child's first task start
-// (its first R line; at most kFirstStartWait after the spawn) rather than
-// from the spawn: once the store holds a few hundred thousand tasks, an open
-// takes longer than most lives, and kills counted from the spawn would all
-// land before any task runs.
+// (its first R line; in the remote mode, whose starts are on the workers'
+// logs, its first acknowledgment; at most kFirstStartWait after the spawn)
+// rather than from the spawn: once the store holds a few hundred thousand
+// tasks, or on a loaded machine under a sanitizer, an open takes longer than
+// most lives, and kills counted from the spawn would all land before any
+// task runs.
 constexpr std::chrono::seconds kFirstStartWait{10};
 void RunAndKill(const Flags& flags, const std::string& self, uint64_t seed,
                 std::chrono::milliseconds run_for, bool from_first_start,
@@ -692,21 +694,24 @@ void RunAndKill(const Flags& flags, const std::string& self, uint64_t seed,
     unsigned long long id = 0, attempt = 0;
     long long at_us = 0;
     char type[32] = {0};
+    auto started = [&] {
+      if (!waiting_for_start) return;
+      waiting_for_start = false;
+      deadline = std::chrono::steady_clock::now() + run_for;
+    };
     if (std::sscanf(line.c_str(), "E %llu %31s", &id, type) == 2) {
       ledger->acknowledged.insert(id);
       if (std::strcmp(type, PurgedType(workers != nullptr)) == 0) {
         ledger->purgeable.insert(id);
       }
+      if (workers != nullptr) started();
     } else if (std::sscanf(line.c_str(), "D %llu", &id) == 1) {
       ledger->succeeded.emplace(id, NowMicros());
     } else if (std::sscanf(line.c_str(), "R %llu %llu %lld", &id, &attempt,
                            &at_us) == 3) {
       RecordStart(ledger, id, static_cast<uint32_t>(attempt),
                   static_cast<int64_t>(at_us), false);
-      if (waiting_for_start) {
-        waiting_for_start = false;
-        deadline = std::chrono::steady_clock::now() + run_for;
-      }
+      started();
     }
   };
   for (;;) {
@@ -872,9 +877,9 @@ int RunParent(Flags flags, const std::string& self) {
   for (int kill = 1; kill <= flags.kills; ++kill) {
     auto run_for = std::chrono::milliseconds(50 + rng() % flags.max_run_ms);
     // Every other kill counts from the first task start, so that kills
-    // land while tasks run however long the open takes (the local mode:
-    // remote starts are on the workers' logs).
-    bool from_first_start = workers == nullptr && kill % 2 == 0;
+    // land while tasks run however long the open takes; the others count
+    // from the spawn, and some land inside the open.
+    bool from_first_start = kill % 2 == 0;
     RunAndKill(flags, self, flags.seed * 1000003 + kill, run_for,
                from_first_start, workers.get(), &ledger);
     CheckAfterKill(flags, &ledger);
