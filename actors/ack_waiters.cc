@@ -21,6 +21,9 @@ void AckWaiters::Run(std::vector<Completion>& done, const Status& status) {
 
 void AckWaiters::Hold(uint64_t position, std::vector<Completion> done,
                       TimePoint now) {
+  // Held positions grow, so one at or below acked_ has nothing held before
+  // it: Acked answered those.
+  if (position <= acked_) return Run(done, Acknowledgement());
   held_.push_back({position, now + timeout_, std::move(done)});
 }
 
@@ -30,6 +33,7 @@ void AckWaiters::After(std::vector<Completion> done) {
 }
 
 void AckWaiters::Acked(uint64_t position) {
+  acked_ = std::max(acked_, position);
   while (!held_.empty() && held_.front().position <= position) {
     Run(held_.front().done, Acknowledgement());
     held_.pop_front();

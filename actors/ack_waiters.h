@@ -7,6 +7,7 @@
 #ifndef SPOOL_ACTORS_ACK_WAITERS_H_
 #define SPOOL_ACTORS_ACK_WAITERS_H_
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -34,13 +35,18 @@ class AckWaiters {
   ~AckWaiters();
 
   // Holds the completions of the commit at `position` until Acked reaches
-  // it, or until now + the timeout.
+  // it, or until now + the timeout; answers them at once if Acked already
+  // did (commits reach standbys before their local sync ends).
   void Hold(uint64_t position, std::vector<Completion> done, TimePoint now);
   // Completions of commands that committed nothing: answered after every
   // held commit before them, at once if none is held.
   void After(std::vector<Completion> done);
-  // Answers, in order, every held commit up to `position` with OK.
+  // Answers, in order, every held commit up to `position` with OK, and
+  // remembers `position` for the commits held later.
   void Acked(uint64_t position);
+  // The commits after `position` were retracted (ReplicationLog::Retract):
+  // what was acknowledged of them no longer counts.
+  void Rewind(uint64_t position) { acked_ = std::min(acked_, position); }
   // Fails every held commit whose deadline passed with TimedOut; returns
   // the next deadline, if any.
   std::optional<TimePoint> Expire(TimePoint now);
@@ -61,6 +67,7 @@ class AckWaiters {
   const std::chrono::milliseconds timeout_;
   const LeaseFence* const fence_;
   std::deque<Held> held_;
+  uint64_t acked_ = 0;  // the highest position Acked was called with
 };
 
 }  // namespace spool::actors

@@ -129,8 +129,10 @@ using writer_actor = caf::typed_actor<
     // Internal: commits the commands gathered since the last commit.
     caf::reacts_to<commit_atom>,
     // Durability::kReplicated: enough standbys acknowledged every commit up
-    // to this position (the replication log's on_acked).
-    caf::reacts_to<replicated_atom, uint64_t>,
+    // to the position (the second) of the log (the first; the replication
+    // log's on_acked). Those past where their log was retracted are
+    // ignored.
+    caf::reacts_to<replicated_atom, uint64_t, uint64_t>,
     // Internal: fails the commits whose standbys did not answer in time.
     caf::reacts_to<ack_check_atom>>;
 

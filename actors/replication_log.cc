@@ -80,18 +80,43 @@ void ReplicationLog::Append(uint64_t position, std::string data) {
   Reply(std::move(replies));
 }
 
+std::vector<std::pair<std::function<void(FollowChunk)>, FollowChunk>>
+ReplicationLog::Restart(uint64_t last_position, bool retract) {
+  log_id_ = NewLogId();
+  entries_.clear();
+  bytes_ = 0;
+  last_position_ = last_position;
+  if (retract) {
+    // The standbys may hold the retracted commit: until they copy a new
+    // base, they count as holding nothing after `last_position`.
+    acked_ = std::min(acked_, last_position);
+    for (auto& [name, standby] : standbys_) {
+      standby.applied = std::min(standby.applied, last_position);
+    }
+  } else {
+    acked_ = std::max(acked_, last_position);
+  }
+  std::vector<std::pair<std::function<void(FollowChunk)>, FollowChunk>> replies;
+  for (Waiter& w : TakeWaiters([](const Waiter&) { return true; })) {
+    replies.emplace_back(std::move(w.done), Answer(w.request));
+  }
+  return replies;
+}
+
 void ReplicationLog::StartOver(uint64_t last_position) {
   std::vector<std::pair<std::function<void(FollowChunk)>, FollowChunk>> replies;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    log_id_ = NewLogId();
-    entries_.clear();
-    bytes_ = 0;
-    last_position_ = last_position;
-    acked_ = std::max(acked_, last_position);
-    for (Waiter& w : TakeWaiters([](const Waiter&) { return true; })) {
-      replies.emplace_back(std::move(w.done), Answer(w.request));
-    }
+    replies = Restart(last_position, /*retract=*/false);
+  }
+  Reply(std::move(replies));
+}
+
+void ReplicationLog::Retract(uint64_t last_position) {
+  std::vector<std::pair<std::function<void(FollowChunk)>, FollowChunk>> replies;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    replies = Restart(last_position, /*retract=*/true);
   }
   Reply(std::move(replies));
 }
@@ -221,6 +246,7 @@ FollowChunk ReplicationLog::Answer(const FollowRequest& request) const {
 void ReplicationLog::Follow(FollowRequest request,
                             std::function<void(FollowChunk)> done) {
   std::optional<uint64_t> acked;
+  uint64_t acked_log = 0;
   std::optional<FollowChunk> now_answer;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -231,7 +257,10 @@ void ReplicationLog::Follow(FollowRequest request,
       Standby& standby = standbys_[request.standby];
       standby.applied = request.applied;
       standby.last_seen = now;
-      if (UpdateAcked(now)) acked = acked_;
+      if (UpdateAcked(now)) {
+        acked = acked_;
+        acked_log = log_id_;
+      }
     }
     if (!follows || Ready(request) || request.wait.count() <= 0) {
       now_answer = Answer(request);
@@ -247,7 +276,7 @@ void ReplicationLog::Follow(FollowRequest request,
   } else {
     wake_.notify_all();
   }
-  if (acked) NotifyAcked(*acked);
+  if (acked) NotifyAcked(acked_log, *acked);
 }
 
 bool ReplicationLog::IsConnected(const Standby& standby,
@@ -330,8 +359,8 @@ void ReplicationLog::Reply(
   }
 }
 
-void ReplicationLog::NotifyAcked(uint64_t position) {
-  if (config_.on_acked) config_.on_acked(position);
+void ReplicationLog::NotifyAcked(uint64_t log_id, uint64_t position) {
+  if (config_.on_acked) config_.on_acked(log_id, position);
 }
 
 void ReplicationLog::ExpireWaiters() {

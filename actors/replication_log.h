@@ -2,9 +2,11 @@
 // that follow them, and the position that enough of them acknowledged
 // (spool/replication.h, docs/replication.md).
 //
-// The writer appends each commit after its local sync; standbys ask for the
-// commits after the position they applied (FollowLog), and each request
-// acknowledges that position. A request finding nothing new waits, up to its
+// The writer appends each commit just before its local write and sync, so
+// that the standbys' syncs run beside the primary's (docs/replication.md,
+// "Shipping before the sync"); standbys ask for the commits after the
+// position they applied (FollowLog), and each request acknowledges that
+// position. A request finding nothing new waits, up to its
 // own limit, for the next commit: one round trip carries both the
 // acknowledgement of one group commit and the data of the next, as a group
 // commit carries many callers.
@@ -44,8 +46,9 @@ struct ReplicationLogConfig {
   // A standby not heard from for this long is not connected.
   std::chrono::milliseconds ack_timeout{5000};
   // Called with each new acknowledged position (the min_acks-th highest of
-  // the connected standbys' applied positions), in increasing order.
-  std::function<void(uint64_t position)> on_acked;
+  // the connected standbys' applied positions) and the log it is of, in
+  // increasing order within a log.
+  std::function<void(uint64_t log_id, uint64_t position)> on_acked;
   // Runs the callbacks. Required.
   std::shared_ptr<Executor> executor;
 };
@@ -60,14 +63,21 @@ class ReplicationLog {
   ReplicationLog(const ReplicationLog&) = delete;
   ReplicationLog& operator=(const ReplicationLog&) = delete;
 
-  // The writer: the commit at `position`, after its local sync. A position
-  // that does not follow the last one starts a new log (StartOver).
+  // The writer: the commit at `position`, just before its local write. A
+  // position that does not follow the last one starts a new log
+  // (StartOver).
   void Append(uint64_t position, std::string data);
 
   // The writer: a write went around the commits, or a commit's data was
   // lost; drops every kept commit and draws a new log id, so that every
   // standby copies a new base. The next commit is at `last_position` + 1.
   void StartOver(uint64_t last_position);
+
+  // The writer: the commit appended last failed its local write, and may
+  // be on standbys but not here. StartOver, and what the standbys
+  // acknowledged beyond `last_position` counts for nothing: the next commit
+  // reuses its position, and acknowledgements of the old log are ignored.
+  void Retract(uint64_t last_position);
 
   // A primary promoted from a standby: `commits`, the ones it applied
   // last, go before the log's first, so that a standby a few commits behind
@@ -133,7 +143,10 @@ class ReplicationLog {
   void Reply(
       std::vector<std::pair<std::function<void(FollowChunk)>, FollowChunk>>
           replies);
-  void NotifyAcked(uint64_t position);
+  // StartOver or Retract. REQUIRES: mutex_ held; returns the waiters' replies.
+  std::vector<std::pair<std::function<void(FollowChunk)>, FollowChunk>> Restart(
+      uint64_t last_position, bool retract);
+  void NotifyAcked(uint64_t log_id, uint64_t position);
   void ExpireWaiters();
 
   const ReplicationLogConfig config_;

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <ctime>
+#include <deque>
 #include <random>
 #include <unordered_set>
 
@@ -109,6 +110,12 @@ struct WriterState {
   bool ack_check_scheduled = false;
   // The store's side_writes() when the last commit went to the log.
   uint64_t side_writes_logged = 0;
+  // The commit being written was handed to the replication log.
+  bool shipped_unwritten = false;
+  // The logs retracted lately, each with the position it was retracted
+  // after: an acknowledgement of one beyond it, still on its way when the
+  // log was retracted, must not count (RetractShipped).
+  std::deque<std::pair<uint64_t, uint64_t>> retracted_logs;
 
   int64_t NowMicros() const {
     return config.clock->Now().time_since_epoch().count();
@@ -1266,6 +1273,49 @@ Status ReopenStore(WriterState& st) {
   return s;
 }
 
+// With standbys, hands the staged batch to the replication log just before
+// the store writes and syncs it, so that the standbys' syncs run beside
+// ours: a commit waits for the longer of the two, not their sum
+// (docs/replication.md, "Shipping before the sync"). A new log first when
+// something was written around the commits since the last one.
+storage::TaskStore::BeforeWrite ShipHook(WriterState& st) {
+  if (!st.config.replication) return nullptr;
+  return [&st](std::string_view data) {
+    storage::TaskStore& store = *st.config.store;
+    uint64_t position = store.committed_batches() + 1;
+    if (store.side_writes() != st.side_writes_logged) {
+      st.side_writes_logged = store.side_writes();
+      st.config.replication->StartOver(position - 1);
+    }
+    st.config.replication->Append(position, std::string(data));
+    st.shipped_unwritten = true;
+  };
+}
+
+// The commit shipped last failed here: standbys may hold it, this disk may
+// not, and the next commit takes its position. Every standby copies a new
+// base, and no acknowledgement of it counts.
+void RetractShipped(WriterState& st) {
+  uint64_t last = st.config.store->committed_batches();
+  st.log->warn(
+      "commit {} reached the standbys but not this disk: they copy a new "
+      "base",
+      last + 1);
+  st.retracted_logs.emplace_back(st.config.replication->log_id(), last);
+  if (st.retracted_logs.size() > 16) st.retracted_logs.pop_front();
+  st.config.replication->Retract(last);
+  if (st.acks) st.acks->Rewind(last);
+}
+
+// Whether an acknowledgement of `position` in log `log_id` counts: not
+// when it reaches past where that log was retracted.
+bool AckCounts(const WriterState& st, uint64_t log_id, uint64_t position) {
+  for (const auto& [retracted, after] : st.retracted_logs) {
+    if (retracted == log_id && position > after) return false;
+  }
+  return true;
+}
+
 // Commits the batch; after an I/O error, reopens the store and tells from
 // the stored batch number whether the batch reached the disk anyway (its
 // write landed, then the sync failed).
@@ -1285,7 +1335,7 @@ Status CommitToStore(WriterState& st, storage::WriteTxn* txn,
   }
   *operation = "commit";
   uint64_t before = st.config.store->committed_batches();
-  Status status = st.config.store->Commit(txn);
+  Status status = st.config.store->Commit(txn, ShipHook(st));
   if (!status.IsIOError()) return status;
   Status reopened = ReopenStore(st);
   if (!reopened.ok()) {
@@ -1433,20 +1483,6 @@ Status FenceStatus(const WriterState& st) {
   return st.config.fence ? st.config.fence->Check() : Status::OK();
 }
 
-// Hands a committed batch to the replication log: a new log first when
-// something was written around the commits since the last one.
-void LogCommit(WriterState& st) {
-  storage::TaskStore& store = *st.config.store;
-  std::string data = store.TakeLastCommitData();
-  uint64_t position = store.committed_batches();
-  if (data.empty() || store.side_writes() != st.side_writes_logged) {
-    st.side_writes_logged = store.side_writes();
-    st.config.replication->StartOver(data.empty() ? position : position - 1);
-    if (data.empty()) return;
-  }
-  st.config.replication->Append(position, std::move(data));
-}
-
 void ScheduleAckCheck(Self self, AckWaiters::TimePoint deadline) {
   auto& st = self->state;
   if (st.ack_check_scheduled) return;
@@ -1462,7 +1498,6 @@ void ScheduleAckCheck(Self self, AckWaiters::TimePoint deadline) {
 void Answer(Self self, Batch& batch, const Status& status) {
   auto& st = self->state;
   bool committed = status.ok() && batch.txn && !batch.txn->empty();
-  if (committed && st.config.replication) LogCommit(st);
   for (auto& done : batch.local_done) done(status);
   if (!st.acks) {
     const Status fenced = status.ok() ? FenceStatus(st) : status;
@@ -1520,7 +1555,10 @@ void CommitBatch(Self self) {
     if (st.config.before_commit) st.config.before_commit();
     started = std::chrono::steady_clock::now();
     const char* operation = "commit";
+    st.shipped_unwritten = false;
     status = CommitToStore(st, batch.txn.get(), &operation);
+    if (st.shipped_unwritten && !status.ok()) RetractShipped(st);
+    st.shipped_unwritten = false;
     ReportHealth(st, status, operation);
   }
   uint64_t commit_ns = static_cast<uint64_t>(
@@ -1655,8 +1693,10 @@ writer_actor::behavior_type WriterBehavior(Self self, WriterConfig config) {
         self->state.commit_scheduled = false;
         CommitBatch(self);
       },
-      [self](replicated_atom, uint64_t position) {
-        if (self->state.acks) self->state.acks->Acked(position);
+      [self](replicated_atom, uint64_t log_id, uint64_t position) {
+        auto& st = self->state;
+        if (st.acks && AckCounts(st, log_id, position))
+          st.acks->Acked(position);
       },
       [self](ack_check_atom) {
         auto& st = self->state;

@@ -63,9 +63,8 @@ struct WriterConfig {
   // The random fraction for retry jitter (Options::random_fraction).
   // Null: a generator of the writer's own.
   std::function<double()> random_fraction;
-  // Where each commit goes after its sync, for standbys to follow
-  // (spool/replication.h); the store must keep commit data
-  // (StoreOptions::keep_commit_data). Null: no standbys.
+  // Where each commit goes just before its write and sync, for standbys to
+  // follow (spool/replication.h). Null: no standbys.
   std::shared_ptr<ReplicationLog> replication;
   // Durability::kReplicated: a commit's callers are answered once this
   // many standbys acknowledged it, or with TimedOut after ack_timeout; an

@@ -322,8 +322,6 @@ Status RuntimeImpl::OpenStore() {
   store_options.durability = options_.durability == Durability::kReplicated
                                  ? Durability::kSync
                                  : options_.durability;
-  store_options.keep_commit_data =
-      options_.serve_standbys || options_.durability == Durability::kReplicated;
   store_options.env = hooks_.env;
   store_options.state_cache_entries = options_.writer_state_cache;
   store_options.memtable_bytes = options_.memtable_bytes;
@@ -1196,6 +1194,7 @@ void RuntimeImpl::RunClose(Promise<void> promise) {
   scheduler_ = nullptr;
   writer_ = nullptr;
   // Answers the standbys still waiting, before the executor goes.
+  bool shipped = replication_log_ != nullptr;
   replication_log_.reset();
   readers_ = nullptr;
   workers_.clear();
@@ -1203,6 +1202,13 @@ void RuntimeImpl::RunClose(Promise<void> promise) {
     Abandon(std::move(actor_system_), std::move(actor_config_));
   } else {
     actor_system_.reset();
+    // The writer is gone: every commit it shipped is on this disk or was
+    // retracted, so the next primary here may continue the log.
+    // (Should the mark stay, the next one starts a new log: safe, slower.)
+    if (shipped) {
+      s = store_->EndShipping();
+      if (!s.ok()) Logger()->warn("close: {}", s.ToString());
+    }
   }
 
   if (options_.durability != Durability::kMemory) {

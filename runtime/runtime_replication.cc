@@ -59,18 +59,33 @@ Status NotStandby(std::string_view call) {
 std::shared_ptr<actors::ReplicationLog> RuntimeImpl::MakeReplicationLog() {
   // The log continues across a restart when the store holds exactly what
   // its standbys were sent: nothing was written around the commits while
-  // it opened, and every commit was synced (a relaxed store may have lost
-  // commits a standby holds, and would then write others in their place).
+  // it opened, every commit was synced (a relaxed store may have lost
+  // commits a standby holds, and would then write others in their place),
+  // and the last primary here closed cleanly (commits ship before their
+  // sync: one that crashed may have shipped a commit its disk never got).
   uint64_t log_id = 0;
   bool synced = options_.durability != Durability::kRelaxed;
-  if (!synced || store_->side_writes() != 0 ||
-      !store_->FollowedLog(&log_id).ok() || log_id == 0) {
+  bool was_shipping = true;
+  if (!store_->WasShipping(&was_shipping).ok()) was_shipping = true;
+  if (!store_->FollowedLog(&log_id).ok()) log_id = 0;
+  if (!synced || was_shipping || store_->side_writes() != 0 || log_id == 0) {
+    if (was_shipping && log_id != 0) {
+      Logger()->warn(
+          "replication: the last primary on {} did not close cleanly; its "
+          "standbys copy a new base",
+          options_.path);
+    }
     log_id = actors::NewLogId();
     Status s = store_->MarkFollowing(log_id);
     if (!s.ok()) {
       Logger()->warn("replication: recording the log id failed: {}",
                      s.ToString());
     }
+  }
+  // Before the first commit ships (recovery's, in this open).
+  if (Status s = store_->BeginShipping(); !s.ok()) {
+    Logger()->warn("replication: recording the shipping mark failed: {}",
+                   s.ToString());
   }
   actors::ReplicationLogConfig config;
   config.max_bytes = options_.replication_log_bytes;
@@ -79,10 +94,10 @@ std::shared_ptr<actors::ReplicationLog> RuntimeImpl::MakeReplicationLog() {
                         : 0;
   config.ack_timeout = options_.replication_ack_timeout;
   config.executor = executor_;
-  config.on_acked = [this](uint64_t position) {
+  config.on_acked = [this](uint64_t of_log, uint64_t position) {
     if (auto writer = weak_writer_.lock()) {
       caf::anon_send(caf::actor_cast<actors::writer_actor>(writer),
-                     actors::replicated_atom::value, position);
+                     actors::replicated_atom::value, of_log, position);
     }
   };
   auto log = std::make_shared<actors::ReplicationLog>(

@@ -149,6 +149,16 @@ bool DecodeTypeCountKey(std::string_view key, std::string_view* type);
 // is not replicated.
 inline constexpr std::string_view kReplicationLogIdKey = "replication/log_id";
 
+// The meta key a replication primary writes (synced) before it hands its
+// first commit to its standbys, and deletes when it closes cleanly (an
+// empty value). A primary hands each commit to its standbys before its own
+// sync, so a store that still holds this key may lack commits that its
+// standbys hold: its next primary draws a new log id, and every standby
+// copies a new base (docs/replication.md, "Shipping before the sync").
+// Deleted too when the store starts following a primary. Not replicated.
+inline constexpr std::string_view kReplicationShippingKey =
+    "replication/shipping";
+
 // The meta key of a clustered store's epochs (docs/replication.md,
 // "Failover"): each leader's epoch and the position of its first commit,
 // oldest first, at most kMaxEpochsKept of them. Written by a commit, so it

@@ -1706,7 +1706,7 @@ void TaskStore::CommitBatch::Committed() {
   for (const auto& [id, known] : txn_.quarantined_) store_.states_.Erase(id);
 }
 
-Status TaskStore::Commit(WriteTxn* txn) {
+Status TaskStore::Commit(WriteTxn* txn, const BeforeWrite& before_write) {
   if (options_.read_only) return ReadOnlyStore(options_.path, "Commit");
   std::shared_lock<std::shared_mutex> lock(db_mutex_);
   if (!db_) return StoreClosed(options_.path);
@@ -1727,6 +1727,7 @@ Status TaskStore::Commit(WriteTxn* txn) {
     rocksdb::SetPerfLevel(rocksdb::PerfLevel::kEnableTimeExceptForMutex);
     wal_before = rocksdb::get_perf_context()->write_wal_time;
   }
+  if (before_write) before_write(commit.batch()->Data());
   s = FromRocks(db_->Write(wo, commit.batch()), "committing a write batch");
   if (options_.time_wal) {
     last_commit_wal_nanos_ =
@@ -1740,7 +1741,6 @@ Status TaskStore::Commit(WriteTxn* txn) {
     return s;
   }
   commit.Committed();
-  if (options_.keep_commit_data) last_commit_data_ = commit.batch()->Data();
   return Status::OK();
 }
 

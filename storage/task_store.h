@@ -160,9 +160,6 @@ struct StoreOptions {
   // FailedPrecondition. kTasks opens every family but `index`, whose reads
   // fail so. Anything but kAll without read_only is refused.
   ReadOnlyScope read_scope = ReadOnlyScope::kAll;
-  // Keeps each Commit's write batch for TakeLastCommitData: a replication
-  // primary's log (task_store_replica.cc).
-  bool keep_commit_data = false;
 };
 
 class WriteTxn;
@@ -336,11 +333,17 @@ class TaskStore {
   // Whether Commit measures last_commit_wal_nanos (StoreOptions::time_wal).
   bool times_wal() const { return options_.time_wal; }
 
+  // Called by Commit with the write batch's bytes once it is staged, just
+  // before it is written: a replication primary hands them to its standbys
+  // there, so that their syncs run beside its own.
+  using BeforeWrite = std::function<void(std::string_view batch_data)>;
+
   // Commits everything `txn` staged as one WriteBatch: values, their index
   // entries, counts and the meta high-water marks. Syncs the write-ahead log
   // first in kSync mode. On failure nothing is applied and `txn` may be
-  // discarded.
-  Status Commit(WriteTxn* txn);
+  // discarded; `before_write`, when set and called, saw a batch that may or
+  // may not be in the log (an IOError can come after the write).
+  Status Commit(WriteTxn* txn, const BeforeWrite& before_write = nullptr);
 
   // Flushes the memtables to disk so that the next open replays little log.
   Status Flush();
@@ -410,9 +413,13 @@ class TaskStore {
 
   // ---- Replication (task_store_replica.cc) ----
 
-  // The write batch of the last successful Commit, moved out; empty
-  // without StoreOptions::keep_commit_data. Writer's thread only.
-  std::string TakeLastCommitData();
+  // A replication primary: records, synced, that commits may now reach
+  // standbys before this disk (kReplicationShippingKey)...
+  Status BeginShipping();
+  // ...and, at a clean close, that every commit handed out is on it.
+  Status EndShipping();
+  // Whether the last primary on this store did not close cleanly.
+  Status WasShipping(bool* shipping) const;
 
   // How many writes went around Commit (index repairs, count rebuilds,
   // encryption bookkeeping, raw test writes) since the store was opened. A
@@ -576,7 +583,6 @@ class TaskStore {
   std::array<uint64_t, kTaskStatusCount> counts_{};
   TypeCounts type_counts_;
   uint64_t last_commit_wal_nanos_ = 0;
-  std::string last_commit_data_;
   std::atomic<uint64_t> side_writes_{0};
   // A meta value of replication's (the log id, the epochs), or nothing
   // when absent.

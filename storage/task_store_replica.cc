@@ -1,6 +1,6 @@
-// TaskStore's side of replication (spool/replication.h): a primary's commit
-// data kept for its log, a standby's applying of those commits, and the
-// swap of a standby's files for a new base copy.
+// TaskStore's side of replication (spool/replication.h): a primary's
+// shipping mark, a standby's applying of its commits, and the swap of a
+// standby's files for a new base copy.
 
 #include <cstdint>
 #include <cstdlib>
@@ -31,10 +31,47 @@ Status WrongPosition(uint64_t expected, uint64_t got) {
       std::to_string(expected));
 }
 
+// The meta writes that say a store follows `log_id`: a follower ships
+// nothing, so whatever a primary on it shipped before no longer matters.
+rocksdb::WriteBatch FollowingBatch(rocksdb::ColumnFamilyHandle* meta,
+                                   uint64_t log_id) {
+  std::string value;
+  PutBigEndian64(&value, log_id);
+  rocksdb::WriteBatch batch;
+  batch.Put(meta, kReplicationLogIdKey, value);
+  batch.Delete(meta, kReplicationShippingKey);
+  return batch;
+}
+
 }  // namespace
 
-std::string TaskStore::TakeLastCommitData() {
-  return std::move(last_commit_data_);
+Status TaskStore::BeginShipping() {
+  if (options_.read_only) return ReadOnlyStore(options_.path, "BeginShipping");
+  std::shared_lock<std::shared_mutex> lock(db_mutex_);
+  if (!db_) return StoreClosed(options_.path);
+  rocksdb::WriteOptions wo;
+  wo.sync = options_.durability != Durability::kMemory;
+  return FromRocks(
+      db_->Put(wo, Handle(ColumnFamily::kMeta), kReplicationShippingKey, ""),
+      "recording that commits ship before their sync");
+}
+
+Status TaskStore::EndShipping() {
+  if (options_.read_only) return ReadOnlyStore(options_.path, "EndShipping");
+  std::shared_lock<std::shared_mutex> lock(db_mutex_);
+  if (!db_) return StoreClosed(options_.path);
+  rocksdb::WriteOptions wo;
+  wo.sync = options_.durability != Durability::kMemory;
+  return FromRocks(
+      db_->Delete(wo, Handle(ColumnFamily::kMeta), kReplicationShippingKey),
+      "recording a clean close of the replication log");
+}
+
+Status TaskStore::WasShipping(bool* shipping) const {
+  std::optional<std::string> value;
+  Status s = ReadReplicationMeta(kReplicationShippingKey, &value);
+  *shipping = s.ok() && value.has_value();
+  return s;
 }
 
 Status TaskStore::ApplyReplicated(const std::vector<ReplicatedCommit>& commits,
@@ -69,13 +106,12 @@ Status TaskStore::ApplyReplicated(const std::vector<ReplicatedCommit>& commits,
       return s;
     }
   }
-  std::string value;
-  PutBigEndian64(&value, log_id);
   rocksdb::WriteOptions synced;
   synced.sync = options_.durability != Durability::kMemory;
-  Status s = FromRocks(db_->Put(synced, Handle(ColumnFamily::kMeta),
-                                kReplicationLogIdKey, value),
-                       "syncing replicated commits");
+  rocksdb::WriteBatch following =
+      FollowingBatch(Handle(ColumnFamily::kMeta), log_id);
+  Status s =
+      FromRocks(db_->Write(synced, &following), "syncing replicated commits");
   // The cached states are the primary's business: a standby reads from
   // the engine.
   states_.Clear();
@@ -105,13 +141,12 @@ Status TaskStore::MarkFollowing(uint64_t log_id) {
   if (options_.read_only) return ReadOnlyStore(options_.path, "MarkFollowing");
   std::shared_lock<std::shared_mutex> lock(db_mutex_);
   if (!db_) return StoreClosed(options_.path);
-  std::string value;
-  PutBigEndian64(&value, log_id);
   rocksdb::WriteOptions wo;
   wo.sync = options_.durability != Durability::kMemory;
-  return FromRocks(
-      db_->Put(wo, Handle(ColumnFamily::kMeta), kReplicationLogIdKey, value),
-      "recording the replication log id");
+  rocksdb::WriteBatch following =
+      FollowingBatch(Handle(ColumnFamily::kMeta), log_id);
+  return FromRocks(db_->Write(wo, &following),
+                   "recording the replication log id");
 }
 
 Status TaskStore::ReadEpochs(std::vector<EpochStart>* epochs) const {

@@ -19,6 +19,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "runtime/test_hooks.h"
+#include "storage/fault_env.h"
+#include "storage/task_store.h"
 #include "tests/runtime_testing.h"
 
 namespace spool {
@@ -350,6 +353,83 @@ TEST_F(ReplicationTest, StandbyTooFarBehindCopiesANewBase) {
   ASSERT_TRUE(counts.ok());
   EXPECT_EQ(counts->total(), 50u);
   EXPECT_EQ(follower.error(), "");
+}
+
+// Commits reach the standbys before the primary's own write and sync
+// (docs/replication.md, "Shipping before the sync"). One whose write then
+// fails here is retracted: the caller hears the error, the standby copies a
+// new base, and the commit that takes the same position next is answered
+// only once the standby holds it, not on the old log's acknowledgement.
+TEST_F(ReplicationTest, ACommitWhoseWriteFailsAfterItShippedIsRetracted) {
+  storage::FaultInjectionEnv faults;
+  TestHooks hooks;
+  hooks.env = faults.env();
+  std::unique_ptr<Runtime> primary;
+  ASSERT_TRUE(OpenWithHooks(PrimaryOptions(), hooks, &primary).ok());
+  ASSERT_TRUE(primary->RegisterHandler("work", spool::testing::Ok).ok());
+  std::unique_ptr<Runtime> standby = OpenOrDie(StandbyOptions());
+  ASSERT_NE(standby, nullptr);
+  Follower follower(primary.get(), standby.get(), dir_.Sub("base"));
+  ASSERT_TRUE(spool::testing::WaitUntil(
+      [&] { return primary->Enqueue("work", "warm-up").stored.Wait().ok(); },
+      30s))
+      << follower.error();
+  const uint64_t first_log = primary->GetReplicationStatus().log_id;
+  const uint64_t rebases = follower.rebases();
+
+  faults.SetFault(storage::FaultOp::kWrite,
+                  storage::FaultSpec::NextN(1, storage::kWalFiles));
+  Result<TaskId> failed = Await(primary->Enqueue("work", "lost").stored);
+  ASSERT_FALSE(failed.ok());
+  EXPECT_TRUE(failed.status().IsIOError()) << failed.status().ToString();
+  EXPECT_NE(primary->GetReplicationStatus().log_id, first_log);
+
+  std::vector<TaskId> after;
+  for (int i = 0; i < 5; ++i) {
+    Result<TaskId> id = Await(primary->Enqueue("work", "after").stored, 30s);
+    ASSERT_TRUE(id.ok()) << id.status().ToString() << " " << follower.error();
+    // Acknowledged under kReplicated: the standby holds it already.
+    ASSERT_TRUE(Await(standby->GetTask(*id)).ok()) << "task " << *id;
+    after.push_back(*id);
+  }
+  EXPECT_GT(follower.rebases(), rebases);
+  follower.Stop();
+  EXPECT_EQ(follower.error(), "");
+  // The two stores agree: the failed enqueue is on neither.
+  Result<StatusCounts> here = Await(primary->CountByStatus());
+  Result<StatusCounts> there = Await(standby->CountByStatus());
+  ASSERT_TRUE(here.ok() && there.ok());
+  EXPECT_EQ(here->total(), 6u);
+  EXPECT_EQ(there->total(), 6u);
+}
+
+// A primary records that its commits ship before their sync; only a clean
+// close clears the mark, so only then does the next primary on the store
+// continue the log its standbys follow.
+TEST_F(ReplicationTest, OnlyACleanCloseKeepsTheLogForTheNextPrimary) {
+  Options options = AsyncPrimaryOptions();
+  std::unique_ptr<Runtime> primary = OpenPrimary(options);
+  ASSERT_NE(primary, nullptr);
+  ASSERT_TRUE(Await(primary->Enqueue("work", "x").stored).ok());
+  const uint64_t log_id = primary->GetReplicationStatus().log_id;
+  ASSERT_TRUE(Await(primary->Close()).ok());
+  primary = OpenPrimary(options);
+  ASSERT_NE(primary, nullptr);
+  EXPECT_EQ(primary->GetReplicationStatus().log_id, log_id);
+  ASSERT_TRUE(Await(primary->Close()).ok());
+  primary.reset();
+
+  // What a primary that died leaves: the mark, still there.
+  {
+    storage::StoreOptions store_options;
+    store_options.path = options.path;
+    std::unique_ptr<storage::TaskStore> store;
+    ASSERT_TRUE(storage::TaskStore::Open(store_options, &store).ok());
+    ASSERT_TRUE(store->BeginShipping().ok());
+  }
+  primary = OpenPrimary(options);
+  ASSERT_NE(primary, nullptr);
+  EXPECT_NE(primary->GetReplicationStatus().log_id, log_id);
 }
 
 // Failover's epochs (docs/replication.md, "Failover"): a primary's epoch

@@ -374,6 +374,47 @@ class ReplicationTest(unittest.TestCase):
             log = f.read().decode("utf-8", "replace")
         self.assertEqual(log.count("copying a base"), 1, log)
 
+    def test_a_primary_restarted_after_sigkill_starts_a_new_log(self):
+        # Commits reach the standby before the primary's own sync, so a
+        # primary that died may have shipped one its disk never got: its
+        # next open starts a new log, and the standby copies a new base
+        # rather than keep a commit the primary could write anew.
+        primary = self.primary()
+        primary.start(wait_ready=False)
+        standby = self.standby(primary)
+        standby.start()
+        wait_for(lambda: curl(primary, "/readyz")[0] == 200, 30, "a standby")
+        acknowledged, others, stop, threads = self.enqueue_under_load(primary, 1.5)
+        primary.process.send_signal(signal.SIGKILL)
+        primary.process.wait(10)
+        primary.log.close()
+        stop.set()
+        for t in threads:
+            t.join(20)
+        self.assertGreater(len(acknowledged), 20, others[:3])
+
+        primary.start(wait_ready=False)
+        wait_for(lambda: curl(primary, "/readyz")[0] == 200, 60,
+                 "the restarted primary with its standby")
+        code, body = curl(primary, "/v1/tasks", "POST",
+                          {"type": "sleep", "payload": "1", "delay_ms": 600000})
+        self.assertEqual(code, 201, body)
+        acknowledged.append(body["id"])
+        for task_id in acknowledged:
+            self.assertEqual(curl(primary, "/v1/tasks/%d" % task_id)[0], 200, task_id)
+            self.assertEqual(curl(standby, "/v1/tasks/%d" % task_id)[0], 200, task_id)
+        # Both hold the same tasks: whatever the standby had of a commit
+        # the primary lost went with the old log.
+        totals = [sum(curl(node, "/v1/counts")[1]["by_status"].values())
+                  for node in (primary, standby)]
+        self.assertEqual(totals[0], totals[1], totals)
+        with open(os.path.join(primary.directory, "spoold.log"), "rb") as f:
+            log = f.read().decode("utf-8", "replace")
+        self.assertIn("did not close cleanly", log)
+        with open(os.path.join(standby.directory, "spoold.log"), "rb") as f:
+            log = f.read().decode("utf-8", "replace")
+        self.assertEqual(log.count("copying a base"), 2, log[-3000:])
+
 
 if __name__ == "__main__":
     spoold_test.SPOOLD = sys.argv.pop(1)
