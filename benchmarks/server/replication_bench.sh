@@ -9,7 +9,11 @@
 # and with 1; it reports each round, the medians, p50 latencies and the
 # ratios B/A in the same run. Every answer must be 201 (Non-2xx is shown).
 #
-# Usage: [ROUNDS=N] benchmarks/server/replication_bench.sh SPOOLD [SECONDS]
+# STANDBY_DIR puts C's store on another file system (default: beside A's
+# and B's), e.g. STANDBY_DIR=/dev/shm: two syncs on one virtio disk run one
+# after the other, as they would not on two machines.
+#
+# Usage: [ROUNDS=N] [STANDBY_DIR=D] benchmarks/server/replication_bench.sh SPOOLD [SECONDS]
 set -euo pipefail
 spoold=$1
 seconds=${2:-5}
@@ -19,15 +23,17 @@ median() { python3 -c 'import statistics,sys; print(statistics.median(float(x) f
 p50_ms() { awk '$1=="50%" { v=$2; if (v ~ /us$/) { sub(/us$/,"",v); v/=1000 } else if (v ~ /ms$/) { sub(/ms$/,"",v) } else { sub(/s$/,"",v); v*=1000 } print v }'; }
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 dir=$(mktemp -d /tmp/spool-repl-bench.XXXXXX)
+standby_store=$(mktemp -d "${STANDBY_DIR:-$dir}/spool-repl-standby.XXXXXX")
 openssl rand -hex 32 > "$dir/token"
 openssl rand -hex 32 > "$dir/secret"
 chmod 600 "$dir/token" "$dir/secret"
 export SPOOLD_TOKEN=$(cat "$dir/token")
 pids=()
-trap 'for p in "${pids[@]}"; do kill -TERM $p 2>/dev/null; done; wait 2>/dev/null; rm -rf "$dir"' EXIT
+trap 'for p in "${pids[@]}"; do kill -TERM $p 2>/dev/null; done; wait 2>/dev/null; rm -rf "$dir" "$standby_store"' EXIT
 start() {  # NAME PORT SETTINGS...
-  local name=$1 port=$2; shift 2
-  "$spoold" --set storage.path="$dir/$name" --set server.listen=127.0.0.1:$port \
+  local name=$1 port=$2 path=$dir/$1; shift 2
+  [ "$name" = standby ] && path=$standby_store/data
+  "$spoold" --set storage.path="$path" --set server.listen=127.0.0.1:$port \
     --set server.token_file="$dir/token" --set replication.secret_file="$dir/secret" \
     "$@" 2> "$dir/$name.log" &
   pids+=($!)
