@@ -140,6 +140,19 @@ class ReplicationTest : public ::testing::Test {
     options.serve_standbys = true;
     return options;
   }
+  // Enqueues are refused until the standby has said hello: one "warm-up"
+  // enqueue, retried until it is acknowledged.
+  ::testing::AssertionResult WarmUp(Runtime* primary, Follower& follower) {
+    if (spool::testing::WaitUntil(
+            [&] {
+              return primary->Enqueue("work", "warm-up").stored.Wait().ok();
+            },
+            30s)) {
+      return ::testing::AssertionSuccess();
+    }
+    return ::testing::AssertionFailure()
+           << "no standby acknowledged a warm-up: " << follower.error();
+  }
   Options StandbyOptions() {
     Options options;
     options.path = dir_.Sub("standby");
@@ -158,11 +171,7 @@ TEST_F(ReplicationTest, StandbyHoldsEveryAcknowledgedTask) {
   ASSERT_NE(primary, nullptr);
   ASSERT_NE(standby, nullptr);
   Follower follower(primary.get(), standby.get(), dir_.Sub("base"));
-  // Enqueues are refused until the standby has said hello.
-  ASSERT_TRUE(spool::testing::WaitUntil(
-      [&] { return primary->Enqueue("work", "warm-up").stored.Wait().ok(); },
-      30s))
-      << follower.error();
+  ASSERT_TRUE(WarmUp(primary.get(), follower));
 
   std::mutex mutex;
   std::vector<TaskId> acknowledged;  // GUARDED_BY(mutex)
@@ -370,10 +379,7 @@ TEST_F(ReplicationTest, ACommitWhoseWriteFailsAfterItShippedIsRetracted) {
   std::unique_ptr<Runtime> standby = OpenOrDie(StandbyOptions());
   ASSERT_NE(standby, nullptr);
   Follower follower(primary.get(), standby.get(), dir_.Sub("base"));
-  ASSERT_TRUE(spool::testing::WaitUntil(
-      [&] { return primary->Enqueue("work", "warm-up").stored.Wait().ok(); },
-      30s))
-      << follower.error();
+  ASSERT_TRUE(WarmUp(primary.get(), follower));
   const uint64_t first_log = primary->GetReplicationStatus().log_id;
   const uint64_t rebases = follower.rebases();
 
