@@ -76,7 +76,8 @@ class ReplicationLog {
   // The writer: the commit appended last failed its local write, and may
   // be on standbys but not here. StartOver, and what the standbys
   // acknowledged beyond `last_position` counts for nothing: the next commit
-  // reuses its position, and acknowledgements of the old log are ignored.
+  // reuses its position. (An on_acked of the old log already on its way is
+  // the writer's to ignore: it passes the log id.)
   void Retract(uint64_t last_position);
 
   // A primary promoted from a standby: `commits`, the ones it applied
